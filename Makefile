@@ -1,0 +1,45 @@
+# orchestrl: the two commands are `make demo` and `make test`.
+#
+# Torch is installed first, pinned, so that a CPU-only machine never pulls a multi-GB CUDA build:
+# on these machines `pip install torch==2.13.0` takes a local CPU wheel; elsewhere, on a machine
+# without a GPU, pass the CPU wheel index, e.g. `make demo TORCH_INDEX=<pytorch cpu index url>`.
+# A machine with a GPU gets PyPI's default (CUDA) build of the same version.
+
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+TORCH  ?= torch==2.13.0
+TORCH_INDEX ?=
+PYTEST_ARGS ?=
+
+.PHONY: install demo test test-fast lint bench ui clean
+
+install: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q "$(TORCH)" $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX))
+	$(BIN)/python -m pip install -q -e '.[dev]'
+	touch $@
+
+demo: install
+	$(BIN)/orchestrl train tune_configs/mappo_simple_spread.yaml
+
+test: install
+	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+
+test-fast: install
+	$(BIN)/python -m pytest -q -m "not ray and not slow" $(PYTEST_ARGS)
+
+lint: install
+	$(BIN)/ruff check orchestrl tests benchmarks
+
+bench: install
+	$(BIN)/python benchmarks/throughput.py --quick
+
+ui: install
+	$(BIN)/orchestrl ui
+
+clean:
+	rm -rf runs .pytest_cache

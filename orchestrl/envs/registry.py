@@ -1,0 +1,146 @@
+"""The one listing of environments an experiment can name.
+
+Each entry points at a factory that returns a PettingZoo ``ParallelEnv``. Factories are imported
+lazily by dotted path, so listing envs never imports torch, pandas or an env's dependencies, and
+remote env runners import them from the installed package, not from the driver's working dir.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from pettingzoo import ParallelEnv
+
+
+class UnknownEnvError(KeyError):
+    """An experiment named an environment that is not registered."""
+
+
+class EnvKwargError(ValueError):
+    """An experiment passed a keyword the environment's factory does not take."""
+
+
+@dataclass(frozen=True)
+class EnvEntry:
+    """A registered environment.
+
+    Attributes:
+        name: the name experiments use (``env.name`` in YAML).
+        factory: ``"module:callable"``; the callable takes the env kwargs and returns a ParallelEnv.
+        summary: one line for ``orchestrl envs``.
+        family: ``mpe``, ``orchestration``, ``text2sql``...
+        signature_of: ``"module:callable"`` whose signature lists the accepted kwargs, when the
+            factory itself only takes ``**kwargs`` (PettingZoo's ``parallel_wrapper_fn``).
+        horizon_key / default_horizon: where the episode length lives in the kwargs; the centralised
+            critic feeds ``t / horizon`` (a fixed-horizon env is not Markov without it).
+        defaults: kwargs applied before the experiment's own.
+    """
+
+    name: str
+    factory: str
+    summary: str
+    family: str
+    signature_of: str | None = None
+    horizon_key: str | None = None
+    default_horizon: int = 1
+    defaults: Mapping[str, Any] = field(default_factory=dict)
+
+    def load(self) -> Callable[..., ParallelEnv]:
+        return _import(self.factory)
+
+    def accepted_kwargs(self) -> set[str] | None:
+        """Names the factory accepts, or None when it takes anything."""
+        target = _import(self.signature_of or self.factory)
+        params = inspect.signature(target).parameters.values()
+        if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
+            return None
+        return {p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+
+    def check_kwargs(self, kwargs: Mapping[str, Any]) -> None:
+        accepted = self.accepted_kwargs()
+        if accepted is None:
+            return
+        for key in kwargs:
+            if key not in accepted:
+                raise EnvKwargError(
+                    f"env '{self.name}' takes no kwarg '{key}' (it takes: {', '.join(sorted(accepted))})"
+                )
+
+    def horizon(self, kwargs: Mapping[str, Any]) -> int:
+        if self.horizon_key is None:
+            return self.default_horizon
+        return int({**self.defaults, **kwargs}.get(self.horizon_key, self.default_horizon))
+
+    def make(self, **kwargs: Any) -> ParallelEnv:
+        return self.load()(**{**self.defaults, **kwargs})
+
+
+def _import(path: str) -> Any:
+    module, _, attr = path.partition(":")
+    return getattr(importlib.import_module(module), attr)
+
+
+def _mpe(name: str, module: str, summary: str) -> EnvEntry:
+    return EnvEntry(
+        name=name,
+        factory=f"mpe2.{module}:parallel_env",
+        signature_of=f"mpe2.{module}:raw_env",
+        summary=summary,
+        family="mpe",
+        horizon_key="max_cycles",
+        default_horizon=25,
+    )
+
+
+ENVS: dict[str, EnvEntry] = {
+    e.name: e
+    for e in [
+        _mpe("simple_spread", "simple_spread_v3", "N agents cover N landmarks; shared reward (mpe2)"),
+        _mpe(
+            "simple_speaker_listener",
+            "simple_speaker_listener_v4",
+            "a mute listener is guided to a landmark by a speaker that cannot move (mpe2)",
+        ),
+        _mpe(
+            "simple_reference", "simple_reference_v3", "two agents each guide the other to a landmark (mpe2)"
+        ),
+        EnvEntry(
+            name="orchestration",
+            factory="orchestrl.envs.orchestration.env:OrchestrationEnv",
+            summary="LEMON: agents write a data-pipeline spec that is compiled and run in a sandbox",
+            family="orchestration",
+            horizon_key="rounds",
+            default_horizon=2,
+        ),
+        EnvEntry(
+            name="text2sql",
+            factory="orchestrl.envs.text2sql.env:Text2SQLEnv",
+            summary="NeuroMAS showcase: a team turns a question into SQL, scored on real SQLite",
+            family="text2sql",
+            default_horizon=1,
+        ),
+    ]
+}
+
+
+def register(entry: EnvEntry) -> None:
+    """Adds an env (e.g. from a user's own package) to the registry."""
+    ENVS[entry.name] = entry
+
+
+def get_env(name: str) -> EnvEntry:
+    try:
+        return ENVS[name]
+    except KeyError:
+        raise UnknownEnvError(f"unknown env '{name}' (registered: {', '.join(sorted(ENVS))})") from None
+
+
+def make_env(name: str, **kwargs: Any) -> ParallelEnv:
+    """Builds a registered env after checking its kwargs."""
+    entry = get_env(name)
+    entry.check_kwargs(kwargs)
+    return entry.make(**kwargs)

@@ -1,0 +1,1 @@
+"""The platform: CLI, typed config, RLlib config builder, MLflow tracking, checkpoints, progress."""

@@ -1,0 +1,116 @@
+"""Turns a typed :class:`ExperimentConfig` into an RLlib (new API stack) ``PPOConfig``.
+
+The builder owns everything algorithm-independent (env, runners, learners, PPO knobs, seeding,
+evaluation, fault tolerance); the algorithm's entry in :mod:`orchestrl.platform.algos` then adds
+its modules, connectors and learner.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+import gymnasium as gym
+from ray.rllib.algorithms.ppo import PPOConfig
+
+from orchestrl.envs.registry import get_env
+from orchestrl.envs.rllib_env import RegisteredEnv, env_config
+from orchestrl.platform.algos import get_algorithm
+from orchestrl.platform.callbacks import OrchestrlCallbacks
+from orchestrl.platform.config import ExperimentConfig
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class EnvInfo:
+    """What the algorithms need to know of the env before building modules."""
+
+    agents: list[str]
+    observation_spaces: dict[str, gym.Space]
+    action_spaces: dict[str, gym.Space]
+    horizon: int
+
+
+def probe_env(cfg: ExperimentConfig) -> EnvInfo:
+    """Builds the env once on the driver to read its agents and spaces."""
+    env = RegisteredEnv(env_config(cfg.env.name, cfg.env.kwargs, cfg.env.agent_id_in_obs))
+    try:
+        agents = sorted(env.possible_agents)
+        return EnvInfo(
+            agents=agents,
+            observation_spaces={a: env.observation_space[a] for a in agents},
+            action_spaces={a: env.action_space[a] for a in agents},
+            horizon=get_env(cfg.env.name).horizon(cfg.env.kwargs),
+        )
+    finally:
+        env.close()
+
+
+def build_ppo_config(
+    cfg: ExperimentConfig, *, env: EnvInfo | None = None, gpus_available: float | None = None
+) -> PPOConfig:
+    """The full RLlib config of an experiment.
+
+    ``gpus_available``: GPUs in the cluster, when known; with none and ``resources.cpu_fallback``,
+    learners that asked for GPUs train on CPU instead of waiting forever for one.
+    """
+    env = env or probe_env(cfg)
+    res, tr = cfg.resources, cfg.training
+    gpus_per_learner = res.gpus_per_learner
+    if gpus_per_learner and gpus_available is not None and gpus_available < gpus_per_learner:
+        if not res.cpu_fallback:
+            raise RuntimeError(
+                f"resources.gpus_per_learner={gpus_per_learner} but the cluster has {gpus_available} GPUs"
+            )
+        log.warning("no GPU in the cluster: learners train on CPU (resources.cpu_fallback)")
+        gpus_per_learner = 0
+    ppo = (
+        PPOConfig()
+        .environment(
+            RegisteredEnv, env_config=env_config(cfg.env.name, cfg.env.kwargs, cfg.env.agent_id_in_obs)
+        )
+        .framework("torch")
+        .env_runners(
+            num_env_runners=res.env_runners,
+            num_envs_per_env_runner=res.envs_per_env_runner,
+            num_cpus_per_env_runner=res.cpus_per_env_runner,
+        )
+        .learners(num_learners=res.num_learners, num_gpus_per_learner=gpus_per_learner)
+        .training(
+            lr=tr.lr,
+            gamma=tr.gamma,
+            lambda_=tr.lambda_,
+            clip_param=tr.clip_param,
+            vf_clip_param=tr.vf_clip_param,
+            vf_loss_coeff=tr.vf_loss_coeff,
+            entropy_coeff=tr.entropy_coeff,
+            grad_clip=tr.grad_clip,
+            num_epochs=tr.num_epochs,
+            minibatch_size=tr.minibatch_size,
+            train_batch_size_per_learner=max(1, tr.train_batch_size // max(1, res.num_learners)),
+        )
+        .fault_tolerance(
+            restart_failed_env_runners=res.restart_failed_env_runners,
+            max_num_env_runner_restarts=1000,
+        )
+        .callbacks(OrchestrlCallbacks)
+        .debugging(seed=cfg.seed, log_level="ERROR")
+    )
+    if cfg.evaluation.episodes > 0:
+        ppo = ppo.evaluation(
+            evaluation_interval=cfg.evaluation.interval or None,
+            evaluation_duration=cfg.evaluation.episodes,
+            evaluation_duration_unit="episodes",
+            evaluation_num_env_runners=0,
+            evaluation_config={"env_config": eval_env_config(cfg), "explore": False},
+        )
+    algo = get_algorithm(cfg.algorithm.name)
+    knobs = algo.config_class.model_validate(cfg.algorithm.knobs())
+    return algo.configure(ppo, cfg, knobs, env)
+
+
+def eval_env_config(cfg: ExperimentConfig) -> dict[str, Any]:
+    kwargs = {**cfg.env.kwargs, **cfg.evaluation.env_overrides}
+    return env_config(cfg.env.name, kwargs, cfg.env.agent_id_in_obs)

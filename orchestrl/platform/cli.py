@@ -1,0 +1,190 @@
+"""The ``orchestrl`` command line.
+
+Bad input (a config error, an unknown run) prints one line naming the culprit and exits with 2,
+before Ray or MLflow starts.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from orchestrl.platform.config import ConfigError, ExperimentConfig, load_config
+
+app = typer.Typer(
+    name="orchestrl",
+    help="Distributed multi-agent RL for orchestrating executable work (Ray RLlib + Tune + MLflow).",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+ConfigArg = Annotated[Path, typer.Argument(help="Experiment YAML (see tune_configs/).")]
+SetOpt = Annotated[
+    list[str] | None,
+    typer.Option("--set", "-s", help="Dotted override, e.g. --set training.lr=1e-3 (repeatable)."),
+]
+AddressOpt = Annotated[
+    str | None,
+    typer.Option("--address", help="Existing Ray cluster (default: RAY_ADDRESS, else a local Ray)."),
+]
+TrackingOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--tracking-uri", help="MLflow tracking URI (default: MLFLOW_TRACKING_URI, else runs/mlflow.db)."
+    ),
+]
+VerboseOpt = Annotated[bool, typer.Option("--verbose", "-v", help="Show Ray's and RLlib's own logs.")]
+
+
+def fail(message: str, code: int = 2) -> None:
+    typer.echo(f"error: {message}", err=True)
+    raise typer.Exit(code)
+
+
+def load_or_fail(path: Path, overrides: list[str] | None) -> ExperimentConfig:
+    try:
+        return load_config(path, overrides or [])
+    except ConfigError as err:
+        fail(str(err))
+        raise  # unreachable: fail() exits
+
+
+@app.command()
+def train(
+    config: Annotated[Path | None, typer.Argument(help="Experiment YAML (not needed with --resume).")] = None,
+    set_: SetOpt = None,
+    stop_iters: Annotated[
+        int | None, typer.Option("--stop-iters", min=1, help="Stop after N iterations.")
+    ] = None,
+    resume: Annotated[str | None, typer.Option("--resume", help="MLflow run id to continue.")] = None,
+    run_dir: Annotated[
+        str | None, typer.Option("--run-dir", help="Where runs go (overrides run_dir).")
+    ] = None,
+    address: AddressOpt = None,
+    tracking_uri: TrackingOpt = None,
+    verbose: VerboseOpt = False,
+) -> None:
+    """Train one experiment on Ray and record it as one MLflow run."""
+    from orchestrl.platform.train import ResumeError
+    from orchestrl.platform.train import train as run_training
+
+    if config is None and resume is None:
+        fail("train needs CONFIG.yaml or --resume RUN_ID")
+    overrides = list(set_ or []) + ([f"run_dir={run_dir}"] if run_dir else [])
+    if config is not None:
+        cfg = load_or_fail(config, overrides)
+    else:
+        cfg = _placeholder_for_resume(run_dir)
+    try:
+        summary = run_training(
+            cfg,
+            stop_iters=stop_iters,
+            resume=resume,
+            address=address,
+            tracking_uri=tracking_uri,
+            verbose=verbose,
+            echo=lambda line: typer.echo(line),
+        )
+    except (ResumeError, ConfigError) as err:
+        fail(str(err))
+        return
+    typer.echo(summary_table(summary))
+
+
+def _placeholder_for_resume(run_dir: str | None) -> ExperimentConfig:
+    """With only --resume, the run's own config is read back; this only locates the store."""
+    return ExperimentConfig.model_validate(
+        {
+            "name": "resume",
+            "run_dir": run_dir or "runs",
+            "env": {"name": "simple_spread"},
+            "algorithm": {"name": "ippo"},
+        }
+    )
+
+
+def summary_table(summary) -> str:
+    first, last = summary.first, summary.last
+    rows = [
+        (
+            "team return (sum over agents), first iteration",
+            f"{first.get('team_return_sum_mean', float('nan')):.2f}",
+        ),
+        (
+            "team return (sum over agents), last iteration",
+            f"{last.get('team_return_sum_mean', float('nan')):.2f}",
+        ),
+    ]
+    for key in ("env/success", "eval/env/success", "eval/team_return_sum_mean"):
+        value = summary.evaluation.get(key, last.get(key))
+        if value is not None:
+            rows.append((key, f"{value:.3f}"))
+    for key in sorted(k for k in last if k.endswith("/vf_explained_var")):
+        rows.append((key, f"{last[key]:.3f}"))
+    rows += [
+        ("iterations", str(summary.iterations)),
+        ("env steps", f"{int(summary.env_steps):,}"),
+        ("env steps/s (last iteration)", f"{summary.steps_per_s():.0f}"),
+        ("MLflow run id", summary.run_id),
+        ("tracking URI", summary.tracking_uri),
+        ("open it", "orchestrl ui   (then http://127.0.0.1:5000)"),
+    ]
+    width = max(len(k) for k, _ in rows)
+    return "\n".join(["", "summary", "-" * (width + 30)] + [f"{k:<{width}}  {v}" for k, v in rows])
+
+
+@app.command()
+def ui(
+    run_dir: Annotated[str, typer.Option("--run-dir", help="Run dir of the embedded store.")] = "runs",
+    port: Annotated[int, typer.Option("--port")] = 5000,
+    tracking_uri: TrackingOpt = None,
+) -> None:
+    """Serve the MLflow UI on 127.0.0.1 for the embedded store (or --tracking-uri)."""
+    from orchestrl.platform import tracking
+
+    root = Path(run_dir)
+    uri = tracking.resolve_tracking_uri(root, tracking_uri)
+    cmd = [
+        sys.executable, "-m", "mlflow", "server",
+        "--backend-store-uri", uri,
+        "--default-artifact-root", tracking.artifact_root(root),
+        "--host", "127.0.0.1", "--port", str(port),
+    ]  # fmt: skip
+    typer.echo(f"MLflow UI on http://127.0.0.1:{port} (store: {uri}); Ctrl-C to stop")
+    env = {**os.environ, "MLFLOW_DISABLE_TELEMETRY": "true"}
+    try:
+        raise typer.Exit(subprocess.call(cmd, env=env))
+    except KeyboardInterrupt:
+        raise typer.Exit(0) from None
+
+
+@app.command()
+def envs() -> None:
+    """List the registered environments."""
+    from orchestrl.envs.registry import ENVS
+
+    for name, entry in sorted(ENVS.items()):
+        typer.echo(f"{name:<26} {entry.family:<14} {entry.summary}")
+
+
+@app.command()
+def algos() -> None:
+    """List the registered algorithms."""
+    from orchestrl.platform.algos import ALGORITHMS
+
+    for name, entry in sorted(ALGORITHMS.items()):
+        typer.echo(f"{name:<10} {entry.summary}")
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

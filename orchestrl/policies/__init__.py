@@ -1,0 +1,1 @@
+"""RLModules, learner connectors and learners: one sub-package per algorithm."""

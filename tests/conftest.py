@@ -1,0 +1,38 @@
+"""Shared fixtures: one local Ray per test session (started only by tests that ask for it)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
+os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+os.environ.setdefault("MLFLOW_LOGGING_LEVEL", "WARNING")
+
+
+@pytest.fixture(scope="session")
+def ray_local() -> Iterator[Path]:
+    """A real local Ray shared by the integration tests; its files live in a short temp dir
+    (Ray's unix socket paths must stay under 107 characters) and are removed afterwards."""
+    import ray
+
+    from orchestrl.platform.config import ResourcesSection
+    from orchestrl.platform.runtime import ray_session
+
+    root = Path(tempfile.mkdtemp(prefix="orl-"))
+    with ray_session(ResourcesSection(num_cpus=2, object_store_mb=256), root):
+        yield root
+    assert not ray.is_initialized()
+    shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture
+def run_dir(tmp_path: Path) -> Path:
+    path = tmp_path / "runs"
+    path.mkdir()
+    return path
