@@ -38,6 +38,9 @@ class EnvEntry:
         horizon_key / default_horizon: where the episode length lives in the kwargs; the centralised
             critic feeds ``t / horizon`` (a fixed-horizon env is not Markov without it).
         defaults: kwargs applied before the experiment's own.
+        cache_kwarg: a kwarg naming a data/cache directory; when an experiment leaves it unset the
+            builder points it at ``<run_dir>/cache/<env name>`` (absolute, so remote env runners
+            on this machine share one copy whatever their working directory).
     """
 
     name: str
@@ -48,6 +51,7 @@ class EnvEntry:
     horizon_key: str | None = None
     default_horizon: int = 1
     defaults: Mapping[str, Any] = field(default_factory=dict)
+    cache_kwarg: str | None = None
 
     def load(self) -> Callable[..., ParallelEnv]:
         return _import(self.factory)
@@ -122,6 +126,7 @@ ENVS: dict[str, EnvEntry] = {
             summary="NeuroMAS showcase: a team turns a question into SQL, scored on real SQLite",
             family="text2sql",
             default_horizon=1,
+            cache_kwarg="data_dir",
         ),
     ]
 }

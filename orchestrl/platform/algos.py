@@ -54,6 +54,24 @@ ALGORITHMS: dict[str, AlgorithmEntry] = {
             "orchestrl.policies.mappo.algorithm:MappoConfig",
             "orchestrl.policies.mappo.algorithm:configure_mappo",
         ),
+        AlgorithmEntry(
+            "coma",
+            "COMA: PPO actors + a learner-only counterfactual Q critic (Foerster et al. 2018)",
+            "orchestrl.policies.coma.algorithm:ComaConfig",
+            "orchestrl.policies.coma.algorithm:configure_coma",
+        ),
+        AlgorithmEntry(
+            "lemon",
+            "LEMON: PPO with exact counterfactual replay advantages from the env (executable envs)",
+            "orchestrl.policies.lemon.algorithm:LemonConfig",
+            "orchestrl.policies.lemon.algorithm:configure_lemon",
+        ),
+        AlgorithmEntry(
+            "neuromas",
+            "NeuroMAS: the whole team as one layered message-passing network, trained jointly",
+            "orchestrl.policies.neuromas.algorithm:NeuromasConfig",
+            "orchestrl.policies.neuromas.algorithm:configure_neuromas",
+        ),
     ]
 }
 

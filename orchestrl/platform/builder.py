@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
@@ -35,7 +36,7 @@ class EnvInfo:
 
 def probe_env(cfg: ExperimentConfig) -> EnvInfo:
     """Builds the env once on the driver to read its agents and spaces."""
-    env = RegisteredEnv(env_config(cfg.env.name, cfg.env.kwargs, cfg.env.agent_id_in_obs))
+    env = RegisteredEnv(experiment_env_config(cfg))
     try:
         agents = sorted(env.possible_agents)
         return EnvInfo(
@@ -51,12 +52,19 @@ def probe_env(cfg: ExperimentConfig) -> EnvInfo:
 def build_ppo_config(
     cfg: ExperimentConfig, *, env: EnvInfo | None = None, gpus_available: float | None = None
 ) -> PPOConfig:
-    """The full RLlib config of an experiment.
+    """The full RLlib config of an experiment: the base config shaped by its algorithm.
 
     ``gpus_available``: GPUs in the cluster, when known; with none and ``resources.cpu_fallback``,
     learners that asked for GPUs train on CPU instead of waiting forever for one.
     """
     env = env or probe_env(cfg)
+    algo = get_algorithm(cfg.algorithm.name)
+    knobs = algo.config_class.model_validate(cfg.algorithm.knobs())
+    return algo.configure(base_ppo_config(cfg, gpus_available=gpus_available), cfg, knobs, env)
+
+
+def base_ppo_config(cfg: ExperimentConfig, *, gpus_available: float | None = None) -> PPOConfig:
+    """Everything algorithm-independent: env, runners, learners, PPO knobs, seeding, evaluation."""
     res, tr = cfg.resources, cfg.training
     gpus_per_learner = res.gpus_per_learner
     if gpus_per_learner and gpus_available is not None and gpus_available < gpus_per_learner:
@@ -69,7 +77,7 @@ def build_ppo_config(
     ppo = (
         PPOConfig()
         .environment(
-            RegisteredEnv, env_config=env_config(cfg.env.name, cfg.env.kwargs, cfg.env.agent_id_in_obs)
+            RegisteredEnv, env_config=experiment_env_config(cfg)
         )
         .framework("torch")
         .env_runners(
@@ -83,6 +91,7 @@ def build_ppo_config(
             gamma=tr.gamma,
             lambda_=tr.lambda_,
             clip_param=tr.clip_param,
+            use_kl_loss=False,
             vf_clip_param=tr.vf_clip_param,
             vf_loss_coeff=tr.vf_loss_coeff,
             entropy_coeff=tr.entropy_coeff,
@@ -104,13 +113,17 @@ def build_ppo_config(
             evaluation_duration=cfg.evaluation.episodes,
             evaluation_duration_unit="episodes",
             evaluation_num_env_runners=0,
-            evaluation_config={"env_config": eval_env_config(cfg), "explore": False},
+            evaluation_config={"env_config": experiment_env_config(cfg, evaluation=True), "explore": False},
         )
-    algo = get_algorithm(cfg.algorithm.name)
-    knobs = algo.config_class.model_validate(cfg.algorithm.knobs())
-    return algo.configure(ppo, cfg, knobs, env)
+    return ppo
 
 
-def eval_env_config(cfg: ExperimentConfig) -> dict[str, Any]:
-    kwargs = {**cfg.env.kwargs, **cfg.evaluation.env_overrides}
+def experiment_env_config(cfg: ExperimentConfig, *, evaluation: bool = False) -> dict[str, Any]:
+    """The ``env_config`` of the experiment's env (with the held-out overrides for evaluation)."""
+    entry = get_env(cfg.env.name)
+    kwargs = dict(cfg.env.kwargs)
+    if evaluation:
+        kwargs.update(cfg.evaluation.env_overrides)
+    if entry.cache_kwarg and kwargs.get(entry.cache_kwarg) is None:
+        kwargs[entry.cache_kwarg] = str(Path(cfg.run_dir).resolve() / "cache" / entry.name)
     return env_config(cfg.env.name, kwargs, cfg.env.agent_id_in_obs)

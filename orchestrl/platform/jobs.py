@@ -263,6 +263,10 @@ def _first_line(text: str, limit: int = 300) -> str:
 # MLflow tracking
 
 
+_HOSTED_STORES = ("databricks", "databricks-uc", "uc")
+"""Scheme-less tracking URIs that MLflow resolves to a hosted service, not to a directory."""
+
+
 def require_remote_tracking(uri: str) -> None:
     """Refuses a tracking URI that names a local file or SQLite store.
 
@@ -276,6 +280,8 @@ def require_remote_tracking(uri: str) -> None:
     """
     text = (uri or "").strip()
     scheme = urlparse(text).scheme.lower()
+    if text.lower() in _HOSTED_STORES:
+        return
     if not text:
         kind = "empty (MLflow would use a local ./mlruns directory)"
     elif scheme == "sqlite":

@@ -1,0 +1,174 @@
+"""The two agents' action spaces, their masks, and how a joint action becomes a :class:`QueryPlan`.
+
+Both agents act at once, in the single step of an episode; the env assembles one query from both.
+Every component is an index into a per-question candidate list, pointer style, so the same policy
+can act on a schema it has never seen:
+
+``schema_extractor`` (tables, columns, conditions: *what* the query is about)
+    ``table``     FROM table slot (row of ``table_ids``)
+    ``join``      0/1: join the table the foreign key links to it
+    ``select``    column slot selected (0 = ``*``)
+    ``where``     column slot of the condition (0 = no WHERE)
+    ``group_by``  column slot grouped by (0 = no GROUP BY)
+    ``order_by``  column slot sorted by (0 = the selected expression)
+
+``sql_composer`` (operators, values, shape: *how* the query says it)
+    ``agg``           :class:`.query.Agg` applied to the selected column
+    ``op``            :class:`.query.Op` of the condition
+    ``value_start``   question token where the condition's value starts (copied verbatim)
+    ``value_length``  value length - 1 (1..MAX_VALUE_TOKENS tokens)
+    ``order``         :class:`.query.Order` (NONE = no ORDER BY)
+    ``limit``         index into :data:`.query.LIMITS` (0 = no LIMIT)
+
+The composer's ``op``/``value`` only matter if the extractor chose a WHERE column, and its
+``order`` sorts by the extractor's ``order_by``: neither agent can write the query alone.
+
+Masks rule out only what cannot exist for this question (an absent table or column slot, a join
+without a foreign key, a value position past the question's end): never a semantic hint.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import numpy as np
+from gymnasium.spaces import MultiDiscrete
+
+from orchestrl.envs.text2sql.observation import COLUMN_SLOTS, MAX_TABLES, Q_LEN
+from orchestrl.envs.text2sql.query import LIMITS, Agg, Op, Order, QueryPlan, column_ref
+from orchestrl.envs.text2sql.questions import MAX_VALUE_TOKENS, Question
+from orchestrl.envs.text2sql.schemas import Schema
+
+EXTRACTOR = "schema_extractor"
+COMPOSER = "sql_composer"
+AGENTS: tuple[str, ...] = (EXTRACTOR, COMPOSER)
+
+EXTRACTOR_COMPONENTS: tuple[str, ...] = ("table", "join", "select", "where", "group_by", "order_by")
+EXTRACTOR_NVEC: tuple[int, ...] = (MAX_TABLES, 2, COLUMN_SLOTS, COLUMN_SLOTS, COLUMN_SLOTS, COLUMN_SLOTS)
+COMPOSER_COMPONENTS: tuple[str, ...] = ("agg", "op", "value_start", "value_length", "order", "limit")
+COMPOSER_NVEC: tuple[int, ...] = (len(Agg), len(Op), Q_LEN, MAX_VALUE_TOKENS, len(Order), len(LIMITS))
+
+COMPONENTS: dict[str, tuple[str, ...]] = {EXTRACTOR: EXTRACTOR_COMPONENTS, COMPOSER: COMPOSER_COMPONENTS}
+NVEC: dict[str, tuple[int, ...]] = {EXTRACTOR: EXTRACTOR_NVEC, COMPOSER: COMPOSER_NVEC}
+
+
+def split_mask(mask: np.ndarray, nvec: tuple[int, ...] | np.ndarray) -> tuple[np.ndarray, ...]:
+    """The flat mask cut into one int8 vector per component (gymnasium's MultiDiscrete format)."""
+    bounds = np.cumsum([0, *[int(n) for n in nvec]])
+    return tuple(np.asarray(mask[a:b]).astype(np.int8) for a, b in itertools.pairwise(bounds))
+
+
+class MaskedMultiDiscrete(MultiDiscrete):
+    """A ``MultiDiscrete`` whose ``sample(mask=...)`` also takes the flat float mask of the observation.
+
+    Gymnasium wants a tuple of int8 vectors; the env's observations carry one flat vector (the
+    project's convention, see :mod:`orchestrl.envs.spaces`), and PettingZoo's API test samples with
+    that. Everything else is plain ``MultiDiscrete``, so RLlib treats it as one.
+    """
+
+    def sample(self, mask: Any = None, probability: Any = None) -> np.ndarray:
+        if mask is not None and not isinstance(mask, tuple):
+            mask = split_mask(np.asarray(mask), self.nvec)
+        return super().sample(mask=mask, probability=probability)
+
+
+def action_spaces() -> dict[str, MaskedMultiDiscrete]:
+    return {agent: MaskedMultiDiscrete(np.array(NVEC[agent], dtype=np.int64)) for agent in AGENTS}
+
+
+def action_masks(question: Question, schema: Schema) -> dict[str, np.ndarray]:
+    """One flat float32 0/1 mask per agent; every component keeps at least one 1."""
+    n_tables, n_columns = len(schema.tables), len(schema.columns)
+    columns = _first(COLUMN_SLOTS, 1 + n_columns)
+    extractor = [
+        _first(MAX_TABLES, n_tables),
+        np.array([1.0, float(schema.foreign_key is not None)], dtype=np.float32),
+        columns,
+        columns,
+        columns,
+        columns,
+    ]
+    composer = [
+        np.ones(len(Agg), np.float32),
+        np.ones(len(Op), np.float32),
+        _first(Q_LEN, len(question.tokens)),
+        np.ones(MAX_VALUE_TOKENS, np.float32),
+        np.ones(len(Order), np.float32),
+        np.ones(len(LIMITS), np.float32),
+    ]
+    return {EXTRACTOR: np.concatenate(extractor), COMPOSER: np.concatenate(composer)}
+
+
+def _first(size: int, n: int) -> np.ndarray:
+    mask = np.zeros(size, dtype=np.float32)
+    mask[: max(1, min(n, size))] = 1.0
+    return mask
+
+
+def _components(agent: str, action: Any) -> dict[str, int]:
+    values = np.asarray(action, dtype=np.int64).reshape(-1)
+    nvec = NVEC[agent]
+    if values.shape != (len(nvec),) or np.any(values < 0) or np.any(values >= np.array(nvec)):
+        raise ValueError(f"{agent} action {values.tolist()} is outside MultiDiscrete({list(nvec)})")
+    return dict(zip(COMPONENTS[agent], (int(v) for v in values), strict=True))
+
+
+def decode(extractor_action: Any, composer_action: Any, question: Question) -> QueryPlan:
+    """The query both agents' choices describe (the value is copied from the question's tokens)."""
+    ex, co = _components(EXTRACTOR, extractor_action), _components(COMPOSER, composer_action)
+    value = None
+    if ex["where"]:
+        start, length = co["value_start"], co["value_length"] + 1
+        value = " ".join(question.tokens[start : start + length]) or None
+    return QueryPlan(
+        table=ex["table"],
+        select=ex["select"],
+        agg=Agg(co["agg"]),
+        join=bool(ex["join"]),
+        where=ex["where"],
+        op=Op(co["op"]),
+        value=value,
+        group_by=ex["group_by"],
+        order=Order(co["order"]),
+        order_by=ex["order_by"],
+        limit=LIMITS[co["limit"]],
+    )
+
+
+def describe(
+    plan: QueryPlan, schema: Schema, value_span: tuple[int, int] | None
+) -> dict[str, dict[str, Any]]:
+    """Each agent's choices as a JSON-ready slot object (what the team "said" to each other)."""
+
+    def ref(slot: int, zero: str | None) -> str | None:
+        if slot == 0:
+            return zero
+        try:
+            return column_ref(schema, slot)
+        except ValueError:
+            return f"<empty column slot {slot}>"
+
+    tables = [t.name for t in schema.tables]
+    table = tables[plan.table] if plan.table < len(tables) else f"<empty table slot {plan.table}>"
+    fk = schema.foreign_key
+    joined = None
+    if plan.join:
+        joined = (fk.parent if table == fk.child else fk.child) if fk else "<no foreign key>"
+    extractor = {
+        "from": table,
+        "join": joined,
+        "select": ref(plan.select, "*"),
+        "where": ref(plan.where, None),
+        "group_by": ref(plan.group_by, None),
+        "order_by": ref(plan.order_by, "<selected>"),
+    }
+    composer = {
+        "agg": Agg(plan.agg).name,
+        "op": Op(plan.op).sql,
+        "value": plan.value,
+        "value_span": list(value_span) if value_span else None,
+        "order": Order(plan.order).name,
+        "limit": plan.limit or None,
+    }
+    return {EXTRACTOR: extractor, COMPOSER: composer}
