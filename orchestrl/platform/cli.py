@@ -182,6 +182,16 @@ def algos() -> None:
         typer.echo(f"{name:<10} {entry.summary}")
 
 
+def _register_cluster_commands() -> None:
+    from orchestrl.platform.jobs_cli import SUBMIT_CONTEXT_SETTINGS, jobs_app, submit_command
+
+    app.command("submit", context_settings=SUBMIT_CONTEXT_SETTINGS)(submit_command)
+    app.add_typer(jobs_app, name="jobs")
+
+
+_register_cluster_commands()
+
+
 def main() -> None:
     app()
 

@@ -28,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import logging
 import os
 import re
 import secrets
@@ -223,7 +224,11 @@ def connect(address: str | None = None, *, timeout_s: float = 10.0) -> JobSubmis
             "export RAY_AUTH_MODE=token and RAY_AUTH_TOKEN (see cluster/README.md)"
         ) from None
     except (ConnectionError, OSError) as err:
-        raise ClusterUnreachableError(f"{_unreachable_prefix(url)} ({_first_line(str(err))})") from None
+        # Something listens (the probe passed) but does not speak the Jobs API: often the GCS port.
+        raise ClusterUnreachableError(
+            f"{_unreachable_prefix(url)} ({_first_line(str(err))}); is that the dashboard's port "
+            "(8265 unless changed), not the GCS port (6379)?"
+        ) from None
     except RuntimeError as err:
         raise ClusterUnreachableError(
             f"{url} does not look like a Ray dashboard ({_first_line(str(err))})"
@@ -313,7 +318,10 @@ def find_tracking_uri(
     for value in reversed(_option_values(args, "--set", "-s")):
         key, sep, raw = value.partition("=")
         if sep and key.strip() == "tracking.uri":
-            parsed = yaml.safe_load(raw) if raw.strip() else None
+            try:  # the CLI reads --set values as YAML
+                parsed = yaml.safe_load(raw) if raw.strip() else None
+            except yaml.YAMLError:
+                parsed = raw
             return TrackingChoice(None if parsed is None else str(parsed), "--set tracking.uri")
     for arg in args:
         path = cwd / arg
@@ -533,7 +541,7 @@ def _rebase_one(value: str, project_dir: Path, *, upload: bool, cwd: Path) -> st
 
 def _local_ips() -> set[str]:
     """Every IP address of this machine's interfaces (plus loopback)."""
-    import ray  # noqa: F401  (puts Ray's bundled psutil on sys.path)
+    import ray  # noqa: F401  (also puts the psutil bundled in Ray's wheel on sys.path)
 
     ips = {"127.0.0.1", "::1"}
     try:
@@ -599,7 +607,7 @@ def plan_submission(
     tracking = find_tracking_uri(args, env, cwd)
     check_tracking_for_cluster(tracking, on_this_machine=on_this_machine)
     upload = not on_this_machine
-    job_args = rebase_paths(args, project_dir, upload=upload, cwd=cwd)
+    job_args = [args[0], *rebase_paths(args[1:], project_dir, upload=upload, cwd=cwd)]
     env_vars = {}
     if tracking.source == "MLFLOW_TRACKING_URI" and tracking.uri:
         env_vars["MLFLOW_TRACKING_URI"] = tracking.uri  # the job does not inherit this shell's env
@@ -676,7 +684,10 @@ def submit(
     )
     remote_version = cluster_ray_version(client)
     if remote_version and remote_version != ray.__version__:
-        note = f"the cluster runs Ray {remote_version} but this machine has {ray.__version__}; expect trouble"
+        note = (
+            f"the cluster runs Ray {remote_version} but this machine has {ray.__version__}; the job's code "
+            f"expects the project's pinned Ray, so match them (pip install 'ray[default]=={remote_version}')"
+        )
         plan = dataclasses.replace(plan, notes=(*plan.notes, note))
     if dry_run:
         return plan
@@ -764,17 +775,20 @@ def follow(
 ) -> JobSummary:
     """Streams the job's logs to ``out`` (default stdout) until it ends; returns its final state.
 
-    Logs arrive over the Jobs API's websocket; where that is unavailable (some proxies) the full log
-    is polled instead and only the new part is written.
+    Logs arrive over the Jobs API's websocket while the job runs. Ray keeps that stream open for
+    about five seconds after the job ends, so the job's status is watched alongside and the stream
+    dropped once it is final; what is left (and everything, where a proxy refuses websockets) is
+    read from the full log, writing only the part not yet shown.
     """
     out = sys.stdout if out is None else out
     client = connect(address)
     url = resolve_address(address)
     with _translated(url, job_id):
-        client.get_job_info(job_id)
-    written = [0]  # characters already shown; survives a websocket that drops half-way
-    with contextlib.suppress(Exception):  # websocket refused or dropped: polling below catches up
-        asyncio.run(_tail(client, job_id, out, written))
+        finished = _summary(client.get_job_info(job_id)).terminal
+    written = [0]  # characters already shown; survives a stream that drops half-way
+    if not finished:
+        with _quiet_job_sdk(), contextlib.suppress(Exception):  # polling below catches up
+            asyncio.run(_stream_until_done(client, job_id, out, written, poll_s))
     with _translated(url, job_id):
         while True:
             summary = _summary(client.get_job_info(job_id))
@@ -788,11 +802,40 @@ def follow(
             time.sleep(poll_s)
 
 
+async def _stream_until_done(
+    client: JobSubmissionClient, job_id: str, out: IO[str], written: list[int], poll_s: float
+) -> None:
+    tail = asyncio.create_task(_tail(client, job_id, out, written))
+    try:
+        while not tail.done():
+            status = await asyncio.to_thread(client.get_job_status, job_id)
+            if status.is_terminal():
+                return
+            await asyncio.wait({tail}, timeout=poll_s)
+        tail.result()  # re-raises a dropped stream, for the caller to fall back on polling
+    finally:
+        tail.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await tail
+
+
 async def _tail(client: JobSubmissionClient, job_id: str, out: IO[str], written: list[int]) -> None:
     async for chunk in client.tail_job_logs(job_id):
         out.write(chunk)
         out.flush()
         written[0] += len(chunk)
+
+
+@contextlib.contextmanager
+def _quiet_job_sdk() -> Iterator[None]:
+    """Hides the Jobs SDK's "WebSocket closed" INFO line, which would trail every followed job."""
+    sdk_logger = logging.getLogger("ray.dashboard.modules.job.sdk")
+    level = sdk_logger.level
+    sdk_logger.setLevel(logging.WARNING)
+    try:
+        yield
+    finally:
+        sdk_logger.setLevel(level)
 
 
 def stop(job_id: str, *, address: str | None = None, wait_s: float = 0.0, poll_s: float = 0.5) -> StopOutcome:

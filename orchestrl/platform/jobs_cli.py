@@ -79,6 +79,8 @@ def _follow(job_id: str, address: str | None) -> None:
             err=True,
         )
         raise typer.Exit(130) from None
+    except jobs.JobsError as err:  # e.g. the tunnel closed while following
+        _fail(str(err), _error_code(err))
     _finish(summary)
 
 
