@@ -192,6 +192,142 @@ def _register_cluster_commands() -> None:
 _register_cluster_commands()
 
 
+ResumeOpt = Annotated[
+    bool,
+    typer.Option("--resume", help="Continue the latest unfinished run of this file (same MLflow parent)."),
+]
+ParentOpt = Annotated[
+    str | None, typer.Option("--parent", help="With --resume: the MLflow parent run id to continue.")
+]
+RunDirOpt = Annotated[
+    str | None, typer.Option("--run-dir", help="Where runs go (overrides the base's run_dir).")
+]
+
+
+@app.command()
+def sweep(
+    config: Annotated[Path, typer.Argument(help="Sweep YAML (see tune_configs/sweeps/).")],
+    resume: ResumeOpt = False,
+    parent: ParentOpt = None,
+    run_dir: RunDirOpt = None,
+    address: AddressOpt = None,
+    tracking_uri: TrackingOpt = None,
+    verbose: VerboseOpt = False,
+) -> None:
+    """Run a hyperparameter sweep with Ray Tune: one MLflow parent run, a child run per trial."""
+    from orchestrl.platform.sweep import SweepError, load_sweep, run_sweep, summary_text
+
+    try:
+        spec = load_sweep(config, run_dir=run_dir)
+        summary = run_sweep(
+            spec,
+            resume=resume,
+            parent_run_id=parent,
+            tracking_uri=tracking_uri,
+            address=address,
+            verbose=verbose,
+            echo=lambda line: typer.echo(line),
+        )
+    except (ConfigError, SweepError) as err:
+        fail(str(err))
+        return
+    typer.echo(summary_text(summary))
+    if summary.interrupted:
+        typer.echo(f"resume with: orchestrl sweep {config} --resume")
+        raise typer.Exit(130)
+
+
+@app.command()
+def curriculum(
+    config: Annotated[Path, typer.Argument(help="Curriculum YAML (see tune_configs/curricula/).")],
+    resume: ResumeOpt = False,
+    parent: ParentOpt = None,
+    run_dir: RunDirOpt = None,
+    address: AddressOpt = None,
+    tracking_uri: TrackingOpt = None,
+    verbose: VerboseOpt = False,
+) -> None:
+    """Run curriculum stages in order, each starting from the previous stage's weights."""
+    from orchestrl.platform.curriculum import CurriculumError, load_curriculum, run_curriculum, summary_text
+    from orchestrl.platform.warmstart import CarryError
+
+    try:
+        spec = load_curriculum(config, run_dir=run_dir)
+        summary = run_curriculum(
+            spec,
+            resume=resume,
+            parent_run_id=parent,
+            tracking_uri=tracking_uri,
+            address=address,
+            verbose=verbose,
+            echo=lambda line: typer.echo(line),
+        )
+    except (ConfigError, CurriculumError, CarryError) as err:
+        fail(str(err))
+        return
+    typer.echo(summary_text(summary))
+    if summary.interrupted:
+        typer.echo(f"resume with: orchestrl curriculum {config} --resume")
+        raise typer.Exit(130)
+
+
+@app.command()
+def report(
+    target: Annotated[
+        str, typer.Argument(help="A parent (sweep/curriculum) run id, a run id or an experiment name.")
+    ],
+    compare: Annotated[
+        str | None,
+        typer.Option(
+            "--compare", help="Group by params (e.g. algorithm.name) or list runs: id-or-name,id-or-name,..."
+        ),
+    ] = None,
+    metric: Annotated[
+        str, typer.Option("--metric", help="Curated metric to score runs by.")
+    ] = "team_return_sum_mean",
+    mode: Annotated[str, typer.Option("--mode", help="max: higher is better; min: lower is.")] = "max",
+    last: Annotated[int, typer.Option("--last", min=1, help="Score = mean of the last N logged values.")] = 1,
+    task: Annotated[str, typer.Option("--task", help="Param whose values are the tasks.")] = "env.name",
+    reps: Annotated[int, typer.Option("--reps", min=100, help="Bootstrap resamples.")] = 2000,
+    out: Annotated[
+        Path | None, typer.Option("--out", help="Output folder (default RUN_DIR/reports/...).")
+    ] = None,
+    no_log: Annotated[bool, typer.Option("--no-log", help="Do not log the report to MLflow.")] = False,
+    run_dir: Annotated[str, typer.Option("--run-dir", help="Run dir of the embedded store.")] = "runs",
+    tracking_uri: TrackingOpt = None,
+) -> None:
+    """IQM, mean, 95% bootstrap CIs, P(improvement), learning curves and credit plots of runs."""
+    from orchestrl.platform import tracking
+    from orchestrl.platform.report import ReportError, build_report
+    from orchestrl.platform.runtime import quiet_environment
+
+    if mode not in ("max", "min"):
+        fail(f"--mode: expected max or min, got {mode!r}")
+    root = Path(run_dir)
+    quiet_environment(root)
+    uri = tracking.resolve_tracking_uri(root, tracking_uri)
+    try:
+        result = build_report(
+            target,
+            tracking_uri=uri,
+            run_dir=root,
+            compare=compare,
+            metric=metric,
+            mode=mode,
+            last=last,
+            task_key=task,
+            reps=reps,
+            out_dir=out,
+            log=not no_log,
+        )
+    except ReportError as err:
+        fail(str(err))
+        return
+    typer.echo(result.markdown)
+    if result.log_run_id:
+        typer.echo(f"logged under report/ on MLflow run {result.log_run_id}")
+
+
 def main() -> None:
     app()
 

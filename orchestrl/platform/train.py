@@ -145,6 +145,7 @@ def _train_loop(
             if done:
                 echo(f"stopped: {done}")
                 break
+        _write_best_episode(algo, here / "artifacts")
         if cfg.evaluation.episodes and not cfg.evaluation.interval:
             evaluation = tracking.curate({"evaluation": algo.evaluate()})
             evaluation = {k: v for k, v in evaluation.items() if k.startswith("eval/")}
@@ -201,6 +202,22 @@ def progress_line(
         f"iter {iteration:>4}{of_total} | steps {int(metrics.get('env_steps', 0)):>9,}"
         f" | return {ret:9.2f}{extra} | {metrics.get('env_steps_per_s', 0):6.0f} steps/s{eta}"
     )
+
+
+def _write_best_episode(algo: Any, folder: Path) -> None:
+    """Writes the files of the best episode any env runner saw (see platform.callbacks)."""
+    from orchestrl.platform.callbacks import best_episode_artifacts
+
+    found = algo.env_runner_group.foreach_env_runner(
+        lambda _runner: best_episode_artifacts(), local_env_runner=True
+    )
+    best = max(found, key=lambda b: b["score"], default=None)
+    if not best or not best["files"]:
+        return
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, text in best["files"].items():
+        (folder / name).write_text(text)
+    (folder / "best_episode_score.txt").write_text(f"{best['score']:.6f}\n")
 
 
 def _resumable(mlflow: Any, run_id: str) -> tuple[ExperimentConfig, int, str]:

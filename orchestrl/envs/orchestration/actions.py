@@ -1,0 +1,164 @@
+"""Each agent's ``MultiDiscrete`` action: which node it writes into the spec.
+
+Components (``COMPONENTS``), for agent slot ``i`` of a level with ``S`` source slots, ``K``
+candidate duties per role and ``N`` agents:
+
+- ``role``: 0 = idle (no node), else 1 + index in :data:`.spec.ROLES`;
+- ``duty``: index into the task's candidate list for that role (0 = the base duty);
+- ``capacity``: small / medium / large;
+- ``input_a``: a source slot (0..S-1) or an earlier agent's node (S + j);
+- ``input_b``: 0 = none, else 1 + the same choices; only joins read it (they need it).
+
+The mask (factorised: one 0/1 vector per component, concatenated) allows every role, duty and
+capacity, the task's existing sources and the agents before ``i``. So every well-formed spec whose
+deps point backwards is expressible; invalid combinations the mask cannot rule out (a join without
+a second input or joining a table with itself, a dependency on an idle agent) are caught by spec
+validation and penalised.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from gymnasium.spaces import MultiDiscrete
+
+from orchestrl.envs.orchestration.spec import CAPACITIES, ROLES, NodeSpec, Role, SpecError, SpecIssue
+from orchestrl.envs.orchestration.tasks import Task
+
+COMPONENTS = ("role", "duty", "capacity", "input_a", "input_b")
+
+
+def agent_id(slot: int) -> str:
+    return f"agent_{slot}"
+
+
+class MaskedMultiDiscrete(MultiDiscrete):
+    """``MultiDiscrete`` whose ``sample(mask=...)`` also accepts the observation's flat float mask.
+
+    PettingZoo's ``parallel_api_test`` samples with ``obs["action_mask"]``; gymnasium expects a
+    tuple of int8 vectors, one per component. Everything else is plain ``MultiDiscrete``."""
+
+    def sample(self, mask: Any = None, probability: Any = None) -> np.ndarray:
+        if mask is not None and not isinstance(mask, tuple):
+            flat = np.asarray(mask).reshape(-1)
+            cuts = np.cumsum(self.nvec)[:-1]
+            mask = tuple(part.astype(np.int8) for part in np.split(flat, cuts))
+        return super().sample(mask=mask, probability=probability)
+
+
+@dataclass(frozen=True)
+class ActionLayout:
+    agents: int
+    sources: int  # source slots of the level
+    duties: int  # candidates per role
+
+    @property
+    def nvec(self) -> np.ndarray:
+        inputs = self.sources + self.agents - 1
+        return np.array([1 + len(ROLES), self.duties, len(CAPACITIES), inputs, 1 + inputs], dtype=np.int64)
+
+    def space(self) -> MaskedMultiDiscrete:
+        return MaskedMultiDiscrete(self.nvec)
+
+    def input_name(self, task: Task, index: int) -> str:
+        """The dep an ``input_a`` index names (``input_b`` uses ``index - 1``)."""
+        if index < self.sources:
+            names = task.source_names
+            return names[index] if index < len(names) else f"missing_source_{index}"
+        return agent_id(index - self.sources)
+
+    def input_index(self, task: Task, name: str) -> int:
+        if name in task.source_names:
+            return task.source_names.index(name)
+        return self.sources + int(name.rsplit("_", 1)[1])
+
+    def mask(self, task: Task, slot: int) -> np.ndarray:
+        """The factorised mask of agent ``slot`` (every component keeps at least one 1)."""
+        nvec = self.nvec
+        inputs = np.zeros(nvec[3], dtype=np.float32)
+        inputs[: len(task.source_names)] = 1.0
+        inputs[self.sources : self.sources + slot] = 1.0
+        parts = [
+            np.ones(nvec[0]),
+            np.ones(nvec[1]),
+            np.ones(nvec[2]),
+            inputs,
+            np.concatenate([[1.0], inputs]),
+        ]
+        return np.concatenate(parts).astype(np.float32)
+
+    def check(self, action: Any) -> np.ndarray:
+        """The action as int64 components; raises ``ValueError`` when it is not one."""
+        values = np.asarray(action)
+        if values.shape != (len(COMPONENTS),):
+            raise ValueError(f"action must have {len(COMPONENTS)} components, got shape {values.shape}")
+        if not np.issubdtype(values.dtype, np.number) or not np.all(np.isfinite(values)):
+            raise ValueError(f"action must be finite integers, got {values.tolist()}")
+        ints = values.astype(np.int64)
+        if not np.array_equal(ints, values) or np.any(ints < 0) or np.any(ints >= self.nvec):
+            raise ValueError(f"action {values.tolist()} is outside MultiDiscrete({self.nvec.tolist()})")
+        return ints
+
+    def decode_node(self, task: Task, slot: int, action: Any) -> dict[str, Any] | None:
+        """The node (as spec data, unvalidated) agent ``slot`` writes, or None when idle."""
+        role_i, duty_i, cap_i, a, b = (int(v) for v in self.check(action))
+        if role_i == 0:
+            return None
+        role = ROLES[role_i - 1]
+        duty = task.candidates[role][duty_i]
+        deps = [self.input_name(task, a)]
+        if role is Role.JOIN and b > 0:
+            deps.append(self.input_name(task, b - 1))
+        return {
+            "id": agent_id(slot),
+            "role": role.value,
+            "duty": duty.model_dump(mode="json"),
+            "capacity": CAPACITIES[cap_i].value,
+            "deps": deps,
+        }
+
+    def decode(self, task: Task, actions: Mapping[str, Any]) -> dict[str, Any]:
+        """Spec data for the team's actions; raises :class:`SpecError` for malformed actions or
+        an all-idle team. The output is the last active agent's node."""
+        nodes, issues = [], []
+        for slot in range(self.agents):
+            name = agent_id(slot)
+            if name not in actions:
+                continue
+            try:
+                node = self.decode_node(task, slot, actions[name])
+            except (ValueError, TypeError, IndexError) as exc:
+                issues.append(SpecIssue(code="bad_action", location=name, message=str(exc)))
+                continue
+            if node is not None:
+                nodes.append(node)
+        if issues:
+            raise SpecError(issues)
+        if not nodes:
+            raise SpecError([SpecIssue(code="empty", location="nodes", message="every agent is idle")])
+        return {
+            "task": task.key.ref().model_dump(),
+            "sources": list(task.source_names),
+            "nodes": nodes,
+            "output": nodes[-1]["id"],
+        }
+
+    def encode(self, task: Task, slot: int, node: NodeSpec | None) -> np.ndarray:
+        """The action that makes agent ``slot`` write ``node`` (idle when None)."""
+        if node is None:
+            return np.zeros(len(COMPONENTS), dtype=np.int64)
+        duty = task.candidates[node.role].index(node.duty)
+        deps = [self.input_index(task, d) for d in node.deps]
+        return np.array(
+            [
+                1 + ROLES.index(node.role),
+                duty,
+                CAPACITIES.index(node.capacity),
+                deps[0],
+                deps[1] + 1 if len(deps) > 1 else 0,
+            ],
+            dtype=np.int64,
+        )

@@ -1,0 +1,148 @@
+"""LEMON's single-node edits, applied to a spec for counterfactual re-execution.
+
+An :class:`Edit` changes exactly one agent's node:
+
+- ``REVERT_DUTY``: the duty goes back to its role's base duty;
+- ``DROP_DEP``: one dependency edge is removed. The node then works from what the dropped parent
+  worked from (its first input): the analogue of an agent losing a parent's message and seeing
+  only the task. Dropping a source edge leaves nothing to fall back on: the spec is invalid;
+- ``DOWNGRADE_CAPACITY``: large -> medium -> small;
+- ``SWAP``: the agent's action is replaced by a given alternative (any action, even idle).
+
+An edit that changes nothing (reverting a base duty, downgrading ``small``, an idle agent) is
+reported as not applicable, with ``delta = 0``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from orchestrl.envs.orchestration.spec import (
+    ARITY,
+    CAPACITIES,
+    OrchestrationSpec,
+    SpecError,
+    SpecIssue,
+    base_duty,
+    parse_spec,
+)
+
+
+class EditKind(StrEnum):
+    REVERT_DUTY = "revert_duty"
+    DROP_DEP = "drop_dep"
+    DOWNGRADE_CAPACITY = "downgrade_capacity"
+    SWAP = "swap"
+
+
+@dataclass(frozen=True)
+class Edit:
+    kind: EditKind
+    dep: int = -1  # DROP_DEP: which input (index into the node's deps; -1 = the last)
+    action: tuple[int, ...] | None = None  # SWAP: the alternative MultiDiscrete action
+
+    @classmethod
+    def revert_duty(cls) -> Edit:
+        return cls(EditKind.REVERT_DUTY)
+
+    @classmethod
+    def drop_dep(cls, index: int = -1) -> Edit:
+        return cls(EditKind.DROP_DEP, dep=index)
+
+    @classmethod
+    def downgrade_capacity(cls) -> Edit:
+        return cls(EditKind.DOWNGRADE_CAPACITY)
+
+    @classmethod
+    def swap(cls, action: Any) -> Edit:
+        return cls(EditKind.SWAP, action=tuple(int(v) for v in action))
+
+
+@dataclass(frozen=True)
+class CounterfactualResult:
+    """``delta = base_reward - reward``: how much the agent's original choice was worth."""
+
+    agent: str
+    edit: Edit
+    applicable: bool
+    reward: float
+    base_reward: float
+    terms: Mapping[str, float] = field(default_factory=dict)
+    spec: OrchestrationSpec | None = None  # the edited spec (None when invalid or not applicable)
+    spec_errors: tuple[str, ...] = ()
+    nodes_run: int = 0  # nodes the sandbox actually ran for the edited spec
+    cache_hits: int = 0
+
+    @property
+    def delta(self) -> float:
+        return self.base_reward - self.reward
+
+
+def apply_edit(
+    spec: OrchestrationSpec,
+    node_id: str,
+    edit: Edit,
+    decode: Callable[[tuple[int, ...]], dict[str, Any] | None],
+) -> OrchestrationSpec | None:
+    """The edited spec; None when the edit changes nothing; raises :class:`SpecError` when the
+    edited spec is invalid. ``decode`` turns a SWAP action into node data (None = idle)."""
+    data = spec.model_dump(mode="json")
+    nodes = data["nodes"]
+    index = next((i for i, n in enumerate(nodes) if n["id"] == node_id), None)
+    if edit.kind is EditKind.SWAP:
+        if edit.action is None:
+            raise ValueError("a swap edit needs an action")
+        new = decode(edit.action)
+        if index is not None:
+            del nodes[index]
+        if new is not None:
+            nodes.append(new)
+        if not nodes:
+            raise SpecError([SpecIssue(code="empty", location="nodes", message="every agent is idle")])
+        if all(_slot(n["id"]) is not None for n in nodes):
+            nodes.sort(key=lambda n: _slot(n["id"]))
+        data["output"] = nodes[-1]["id"]  # the env's convention: the last active agent answers
+        edited = parse_spec(data)
+        return None if edited == spec else edited
+    if index is None:
+        return None
+    node = nodes[index]
+    if edit.kind is EditKind.REVERT_DUTY:
+        base = base_duty(node["role"]).model_dump(mode="json")
+        if node["duty"] == base:
+            return None
+        node["duty"] = base
+    elif edit.kind is EditKind.DOWNGRADE_CAPACITY:
+        level = [c.value for c in CAPACITIES].index(node["capacity"])
+        if level == 0:
+            return None
+        node["capacity"] = CAPACITIES[level - 1].value
+    elif edit.kind is EditKind.DROP_DEP:
+        deps = list(node["deps"])
+        if not deps:
+            return None
+        position = edit.dep % len(deps)
+        dropped = deps.pop(position)
+        if len(deps) < ARITY[spec.node(node_id).role]:
+            parent = next((n for n in nodes if n["id"] == dropped), None)
+            if parent is None:
+                raise SpecError(
+                    [
+                        SpecIssue(
+                            code="arity",
+                            location=node_id,
+                            message=f"dropping source {dropped} leaves {node_id} without input",
+                        )
+                    ]
+                )
+            deps.insert(position, parent["deps"][0])
+        node["deps"] = deps
+    return parse_spec(data)
+
+
+def _slot(node_id: str) -> int | None:
+    prefix, _, number = node_id.rpartition("_")
+    return int(number) if prefix == "agent" and number.isdigit() else None

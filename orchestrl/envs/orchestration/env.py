@@ -1,0 +1,381 @@
+"""LEMON as a PettingZoo ``ParallelEnv``: a team writes a data-pipeline spec that really runs.
+
+Each agent is one node slot. In every round all agents act at once (see :mod:`.actions`); their
+nodes form an :class:`.spec.OrchestrationSpec`, which is validated, compiled to pandas code
+(:mod:`.compiler`), executed in the sandbox pool (:mod:`.sandbox`) with a node cache
+(:mod:`.executor`) and scored (:mod:`.reward`). Agents then see their own node's outcome and may
+revise; after ``rounds`` rounds the episode ends. The reward of a round is the score's
+improvement, so an episode's return equals its final score; all agents share it.
+
+Levels: 1: 2 agents, 1-2 stage linear pipelines over one table; 2: 3 agents, 3 stages with a join;
+3: 5 agents, 4-5 stages, distractor columns and dirty data; 4: 8 agents, branching DAGs over three
+tables. ``split`` picks disjoint train / heldout task seeds; ``reset(seed=s)`` picks task ``s``.
+
+Beyond the PettingZoo API: ``expert_actions()``, ``counterfactual(spec, agent, edit)``,
+``episode_record()``, ``last_spec`` / ``last_yaml`` / ``last_source``. At the end of an episode
+every agent's info carries ``metrics`` (floats: success, score, each reward term,
+cache_hit_rate, ...) and ``episode`` (task, per-agent actions, score) for later counterfactuals.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import gymnasium as gym
+import numpy as np
+from pettingzoo import ParallelEnv
+
+from orchestrl.envs.orchestration.actions import ActionLayout, MaskedMultiDiscrete, agent_id
+from orchestrl.envs.orchestration.counterfactual import CounterfactualResult, Edit, apply_edit
+from orchestrl.envs.orchestration.executor import Execution, Executor, NodeCache
+from orchestrl.envs.orchestration.expert import expert_actions
+from orchestrl.envs.orchestration.features import CLIP, Feedback, ObservationBuilder, feedback_kind
+from orchestrl.envs.orchestration.reward import RewardConfig, Score, Scorer
+from orchestrl.envs.orchestration.sandbox import SandboxPool, shared_pool
+from orchestrl.envs.orchestration.spec import OrchestrationSpec, SpecError, parse_spec
+from orchestrl.envs.orchestration.tables import TargetIndex
+from orchestrl.envs.orchestration.tasks import HELDOUT_OFFSET, LEVELS, Task, generate_task
+from orchestrl.envs.spaces import MASK_KEY, OBS_KEY
+
+
+@dataclass
+class EpisodeRecord:
+    """What a learner needs to replay counterfactuals of an episode later."""
+
+    level: int
+    split: str
+    seed: int
+    actions: dict[str, list[int]] = field(default_factory=dict)  # the last round's actions
+    spec: OrchestrationSpec | None = None  # the last executed spec (None if it was invalid)
+    score: float = 0.0
+
+    @property
+    def spec_yaml(self) -> str | None:
+        return self.spec.to_yaml() if self.spec is not None else None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "level": self.level,
+            "split": self.split,
+            "seed": self.seed,
+            "actions": self.actions,
+            "score": self.score,
+        }
+
+
+class OrchestrationEnv(ParallelEnv):
+    """The LEMON env (module docstring). Kwargs: ``level`` 1-4; ``rounds`` per episode;
+    ``split`` ``"train"`` / ``"heldout"``; ``reward_schedule`` in [0, 1] (0 dense shaping, 1
+    final-heavy; see :mod:`.reward`); ``sandbox_workers`` (minimum size of the process-wide pool);
+    ``job_cpu_s`` / ``job_wall_s`` (limits per execution); ``cache_mb`` (node cache size)."""
+
+    metadata: ClassVar[dict[str, Any]] = {
+        "name": "orchestration_v0",
+        "is_parallelizable": True,
+        "render_modes": [],
+    }
+
+    def __init__(
+        self,
+        level: int = 1,
+        rounds: int = 2,
+        split: str = "train",
+        reward_schedule: float = 0.0,
+        sandbox_workers: int = 1,
+        job_cpu_s: float = 2.0,
+        job_wall_s: float = 5.0,
+        cache_mb: float = 64.0,
+        render_mode: str | None = None,
+    ) -> None:
+        if level not in LEVELS:
+            raise ValueError(f"level must be one of {sorted(LEVELS)}, not {level!r}")
+        if split not in ("train", "heldout"):
+            raise ValueError(f"split must be 'train' or 'heldout', not {split!r}")
+        if int(rounds) < 1:
+            raise ValueError("rounds must be at least 1")
+        self.level = int(level)
+        self.rounds = int(rounds)
+        self.split = split
+        self.reward_config = RewardConfig(schedule=float(reward_schedule))
+        self.render_mode = render_mode
+        config = LEVELS[self.level]
+        self.layout = ActionLayout(agents=config.agents, sources=config.max_sources, duties=config.duties)
+        self.builder = ObservationBuilder(self.layout)
+        self.possible_agents = [agent_id(i) for i in range(config.agents)]
+        self.agents: list[str] = []
+        obs_space = gym.spaces.Dict(
+            {
+                OBS_KEY: gym.spaces.Box(-CLIP, CLIP, shape=(self.builder.size,), dtype=np.float32),
+                MASK_KEY: gym.spaces.Box(0.0, 1.0, shape=(int(self.layout.nvec.sum()),), dtype=np.float32),
+            }
+        )
+        self._observation_spaces = {a: obs_space for a in self.possible_agents}
+        self._action_spaces: dict[str, MaskedMultiDiscrete] = {
+            a: self.layout.space() for a in self.possible_agents
+        }
+        self._sandbox_workers = int(sandbox_workers)
+        self._pool: SandboxPool | None = None
+        self._cache = NodeCache(cache_mb)
+        self._job_limits = (float(job_cpu_s), float(job_wall_s))
+        self._executor: Executor | None = None
+        self._rng = np.random.default_rng()
+        self._task: Task | None = None
+        self._scorers: dict[tuple[int, str, int], Scorer] = {}
+        self._round = 0
+        self._score = 0.0
+        self._best_score = -np.inf
+        self._last: Score | None = None
+        self._last_execution: Execution | None = None
+        self._record: EpisodeRecord | None = None
+        self._episode_hits = 0
+        self._episode_needed = 0
+        self._episode_cpu_ms = 0.0
+        self.last_spec: OrchestrationSpec | None = None
+
+    # ------------------------------------------------------------------------------ spaces
+    def observation_space(self, agent: str) -> gym.spaces.Dict:
+        return self._observation_spaces[agent]
+
+    def action_space(self, agent: str) -> MaskedMultiDiscrete:
+        return self._action_spaces[agent]
+
+    # ------------------------------------------------------------------------------ episode
+    def reset(self, seed: int | None = None, options: dict | None = None) -> tuple[dict, dict]:
+        if seed is not None:
+            self._rng = np.random.default_rng(seed)
+            task_seed = int(seed)
+        else:
+            task_seed = int(self._rng.integers(0, HELDOUT_OFFSET))
+        if options and "task_seed" in options:
+            task_seed = int(options["task_seed"])
+        self._task = generate_task(self.level, self.split, task_seed)
+        self._task_part = self.builder.task_features(self._task)
+        self.agents = list(self.possible_agents)
+        self._round = 0
+        self._score = 0.0
+        self._last = None
+        self._last_execution = None
+        self._episode_hits = self._episode_needed = 0
+        self._episode_cpu_ms = 0.0
+        self.last_spec = None
+        self._record = EpisodeRecord(self.level, self.split, self._task.key.seed)
+        obs = {a: self._observe(a, None) for a in self.agents}
+        return obs, {a: {} for a in self.agents}
+
+    def step(self, actions: Mapping[str, Any]) -> tuple[dict, dict, dict, dict, dict]:
+        if not self.agents or self._task is None:
+            return {}, {}, {}, {}, {}
+        task = self._task
+        self._round += 1
+        spec, errors = self._spec_from(actions)
+        execution = None
+        if spec is None:
+            score = self._scorer(task).invalid()
+        else:
+            execution = self._execution().execute(task, spec)
+            score = self._scorer(task).score(execution)
+            self._episode_hits += execution.cache_hits
+            self._episode_needed += execution.nodes_needed
+            self._episode_cpu_ms += execution.cpu_ms
+            self.last_spec = spec
+            self._last_execution = execution
+        reward = score.total - self._score
+        self._score = score.total
+        self._last = score
+        assert self._record is not None
+        self._record.actions = self._recorded(actions)
+        self._record.score = score.total
+        self._record.spec = spec
+        done = self._round >= self.rounds
+        agents = list(self.agents)
+        feedback = {a: self._feedback(a, spec, execution, score) for a in agents}
+        obs = {a: self._observe(a, feedback[a]) for a in agents}
+        rewards = dict.fromkeys(agents, float(reward))
+        terminations = dict.fromkeys(agents, done)
+        truncations = dict.fromkeys(agents, False)
+        info: dict[str, Any] = {"round": self._round, "score": score.total, "valid": spec is not None}
+        if errors:
+            info["spec_errors"] = errors
+        infos = {a: dict(info) for a in agents}
+        if done:
+            metrics = self._metrics(score, spec)
+            episode = self._record.as_dict()
+            for a in agents:
+                infos[a]["metrics"] = dict(metrics)
+                infos[a]["episode"] = episode
+            if spec is not None and score.total > self._best_score:
+                # A new best episode of this env: hand its deployable artifacts to the platform
+                # (see orchestrl.platform.callbacks), which keeps the best one across the run.
+                self._best_score = score.total
+                infos[agents[0]]["artifacts"] = {"spec.yaml": spec.to_yaml(), "pipeline.py": self.last_source}
+            self.agents = []
+        return obs, rewards, terminations, truncations, infos
+
+    def close(self) -> None:
+        """Drops this env's handle on the shared sandbox pool (which stays up for other envs;
+        ``orchestration.sandbox.close_shared_pool`` or interpreter exit stops it)."""
+        self._pool = None
+        self._executor = None
+
+    # ------------------------------------------------------------------------------ extras
+    @property
+    def task(self) -> Task:
+        if self._task is None:
+            raise RuntimeError("call reset() first")
+        return self._task
+
+    @property
+    def last_yaml(self) -> str | None:
+        return self.last_spec.to_yaml() if self.last_spec is not None else None
+
+    @property
+    def last_source(self) -> str | None:
+        """The stand-alone ``pipeline.py`` of the last executed spec."""
+        return self._execution().compile(self.last_spec).source if self.last_spec is not None else None
+
+    @property
+    def last_score(self) -> Score | None:
+        return self._last
+
+    def expert_actions(self) -> dict[str, np.ndarray]:
+        """Actions that write the hidden reference pipeline (the best spec) for the current task."""
+        return expert_actions(self.task, self.layout)
+
+    def episode_record(self) -> EpisodeRecord:
+        if self._record is None:
+            raise RuntimeError("call reset() first")
+        return self._record
+
+    def counterfactual(
+        self, spec: OrchestrationSpec | str | None, agent: str, edit: Edit
+    ) -> CounterfactualResult:
+        """Re-executes ``spec`` (default: the last executed one) with one agent's node edited,
+        using the node cache; returns the edited reward, its terms and ``delta``. The spec's
+        ``task`` field says which task it belongs to (regenerated if it is not the current one)."""
+        if agent not in self.possible_agents:
+            raise ValueError(f"unknown agent {agent!r} (agents: {', '.join(self.possible_agents)})")
+        spec = self.last_spec if spec is None else parse_spec(spec)
+        if spec is None:
+            raise RuntimeError("no spec has been executed yet")
+        task = self._task_of(spec)
+        scorer = self._scorer(task)
+        base = scorer.score(self._execution().execute(task, spec)).total
+        slot = int(agent.rsplit("_", 1)[1])
+        try:
+            edited = apply_edit(spec, agent, edit, lambda action: self.layout.decode_node(task, slot, action))
+        except SpecError as exc:
+            invalid = scorer.invalid()
+            return CounterfactualResult(
+                agent, edit, True, invalid.total, base, invalid.terms(), spec_errors=tuple(exc.codes)
+            )
+        if edited is None:
+            return CounterfactualResult(agent, edit, False, base, base, {})
+        execution = self._execution().execute(task, edited)
+        score = scorer.score(execution)
+        ran = sum(1 for n in execution.nodes.values() if n.status != "skipped" and not n.cached)
+        return CounterfactualResult(
+            agent,
+            edit,
+            True,
+            score.total,
+            base,
+            score.terms(),
+            edited,
+            nodes_run=ran,
+            cache_hits=execution.cache_hits,
+        )
+
+    # ------------------------------------------------------------------------------ internals
+    def _execution(self) -> Executor:
+        if self._executor is None:
+            self._pool = shared_pool(self._sandbox_workers)
+            self._executor = Executor(self._pool, self._cache, *self._job_limits)
+        return self._executor
+
+    def _scorer(self, task: Task) -> Scorer:
+        key = (task.key.level, task.key.split, task.key.seed)
+        scorer = self._scorers.get(key)
+        if scorer is None:
+            assert task.target is not None
+            scorer = Scorer(
+                TargetIndex(task.target), task.reference_work, self.layout.agents, self.reward_config
+            )
+            if len(self._scorers) > 64:
+                self._scorers.clear()
+            self._scorers[key] = scorer
+        return scorer
+
+    def _task_of(self, spec: OrchestrationSpec) -> Task:
+        """The task a spec was written for: the current one, or regenerated from ``spec.task``."""
+        ref = spec.task
+        if ref is None:
+            return self.task
+        current = self._task.key if self._task is not None else None
+        if current is not None and (ref.level, ref.split, ref.seed) == (
+            current.level,
+            current.split,
+            current.seed,
+        ):
+            return self.task
+        if ref.level != self.level:
+            raise ValueError(f"spec is for level {ref.level}, this env is level {self.level}")
+        return generate_task(ref.level, ref.split, ref.seed)
+
+    def _recorded(self, actions: Mapping[str, Any]) -> dict[str, list[int]]:
+        out = {}
+        for agent in self.possible_agents:
+            try:
+                out[agent] = [int(v) for v in self.layout.check(actions[agent])]
+            except (KeyError, ValueError, TypeError):
+                continue
+        return out
+
+    def _spec_from(self, actions: Mapping[str, Any]) -> tuple[OrchestrationSpec | None, list[str]]:
+        try:
+            data = self.layout.decode(self.task, actions)
+            return parse_spec(data), []
+        except SpecError as exc:
+            return None, exc.codes
+
+    def _feedback(
+        self, agent: str, spec: OrchestrationSpec | None, execution: Execution | None, score: Score
+    ) -> Feedback:
+        team = {"team_score": score.total, "team_success": score.success, "team_match": score.r_success}
+        if spec is None or execution is None:
+            return Feedback("invalid", **team)
+        run = execution.nodes.get(agent)
+        if run is None:
+            return Feedback("idle", **team)
+        total = execution.work or 1.0
+        return Feedback(
+            kind="upstream" if run.status == "skipped" else feedback_kind(run.kind),
+            schema_match=score.node_progress.get(agent, 0.0),
+            rows_ratio=(run.rows / max(self.task.goal.rows, 1)) if run.status == "ok" else 1.0,
+            cost_share=run.work / total,
+            cached=run.cached,
+            is_output=agent == spec.output_id,
+            **team,
+        )
+
+    def _observe(self, agent: str, feedback: Feedback | None) -> dict[str, np.ndarray]:
+        slot = int(agent.rsplit("_", 1)[1])
+        vector = self.builder.build(self._task_part, self.task, slot, self._round, self.rounds, feedback)
+        return {OBS_KEY: vector, MASK_KEY: self.layout.mask(self.task, slot)}
+
+    def _metrics(self, score: Score, spec: OrchestrationSpec | None) -> dict[str, float]:
+        metrics = score.terms()
+        reference = max(self.task.reference_work, 1e-9)
+        metrics.update(
+            {
+                "cache_hit_rate": self._episode_hits / self._episode_needed if self._episode_needed else 0.0,
+                "valid": float(spec is not None),
+                "failed": float(score.failure is not None),
+                "work_ratio": score.work / reference if score.work else 0.0,
+                "nodes": float(len(spec.nodes)) if spec is not None else 0.0,
+                "edges": float(spec.edges()) if spec is not None else 0.0,
+                "sandbox_cpu_ms": self._episode_cpu_ms,
+            }
+        )
+        return {k: float(v) for k, v in metrics.items()}

@@ -1,0 +1,201 @@
+"""Runtime of compiled pipelines: one pure pandas function per role.
+
+This module is inlined verbatim into every compiled pipeline, so a generated ``pipeline.py`` runs
+stand-alone, and the task generator (which computes the hidden target in-process) runs exactly the
+code the sandbox runs. Keep it self-contained: ``re``, ``numpy`` and ``pandas`` only.
+
+Capacity is the effort a node spends on the columns it compares, groups or parses:
+
+- ``small``: raw values (exact string keys, pandas' own number parsing);
+- ``medium``: text normalised first (strip, collapse inner whitespace, casefold; blank = missing),
+  so ``'ACME  Corp '`` matches ``'acme corp'``;
+- ``large``: medium, plus numbers parsed out of messy text (``'$1,204.50'``).
+
+Normalised columns are written back, so downstream nodes see clean values. On clean data every
+capacity gives the same output; only the cost differs. Each op returns ``(frame, work)``:
+``work = rows_in * (ROLE_COST[role] + CAPACITY_COST[capacity] * columns_normalised)``, a
+deterministic cost of what actually ran (measured CPU time is reported too, but too noisy to
+reward: counterfactual contrasts would drown in it). The constants are per-row costs relative to
+a plain filter, measured with pandas 3.1 on 300-row frames (``benchmarks/sandbox.py`` prints
+``cost_model``): normalising a text column costs 0.3-0.5 filters, parsing messy numbers 0.45-0.7.
+"""
+
+import re
+
+import numpy as np
+import pandas as pd
+
+ROLE_COST = {
+    "filter": 1.0,
+    "dedup": 1.5,
+    "join": 2.0,
+    "derive": 0.5,
+    "aggregate": 3.0,
+    "topk": 2.0,
+    "select": 0.2,
+}
+CAPACITY_COST = {"small": 0.0, "medium": 0.5, "large": 1.0}
+_MONEY = re.compile(r"[$€£,\s]")
+
+
+def _is_text(s: pd.Series) -> bool:
+    return not (
+        pd.api.types.is_numeric_dtype(s)
+        or pd.api.types.is_bool_dtype(s)
+        or pd.api.types.is_datetime64_any_dtype(s)
+    )
+
+
+def _text(s: pd.Series, capacity: str) -> pd.Series:
+    """A text column as this capacity sees it (unchanged at ``small`` or for non-text columns)."""
+    if capacity == "small" or not _is_text(s):
+        return s
+    out = [_clean(v) for v in s.to_numpy(dtype=object, na_value=None)]
+    return pd.Series(out, index=s.index, name=s.name, dtype="str")
+
+
+def _clean(value):
+    if value is None or (isinstance(value, float) and value != value):
+        return None
+    return " ".join(str(value).split()).casefold() or None
+
+
+def _num(s: pd.Series, capacity: str) -> pd.Series:
+    """A column as numbers; what cannot be parsed at this capacity becomes NaN."""
+    if pd.api.types.is_numeric_dtype(s) and not pd.api.types.is_bool_dtype(s):
+        return s
+    if capacity == "small":
+        return pd.to_numeric(s, errors="coerce")
+    values = s.to_numpy(dtype=object, na_value=None)
+    if capacity == "large":
+        text = [None if v is None else _MONEY.sub("", str(v)) for v in values]
+    else:
+        text = [None if v is None else str(v).strip() for v in values]
+    return pd.to_numeric(pd.Series(text, index=s.index, name=s.name, dtype=object), errors="coerce")
+
+
+def _work(role: str, rows: int, capacity: str, normalised: int) -> float:
+    return float(rows) * (ROLE_COST[role] + CAPACITY_COST[capacity] * normalised)
+
+
+def _first(df: pd.DataFrame, numeric: bool) -> str:
+    for name in df.columns:
+        if pd.api.types.is_numeric_dtype(df[name]) == numeric:
+            return str(name)
+    raise KeyError(f"no {'numeric' if numeric else 'text'} column in {list(df.columns)}")
+
+
+def _normalised(df: pd.DataFrame, columns, capacity: str, numeric: bool = False) -> pd.DataFrame:
+    """``df`` with ``columns`` as this capacity reads them (a shallow copy only when one changes)."""
+    out = df
+    for c in columns:
+        before = out[c]
+        after = _num(before, capacity) if numeric else _text(before, capacity)
+        if after is not before:
+            if out is df:
+                out = df.copy(deep=False)
+            out[c] = after
+    return out
+
+
+def op_filter(df: pd.DataFrame, column, op: str, value, capacity: str):
+    """Keeps rows whose ``column`` satisfies ``op value``; base duty (no column): complete rows."""
+    if column is None:
+        text = [c for c in df.columns if _is_text(df[c])]
+        out = _normalised(df, text, capacity)
+        return out[out.notna().all(axis=1)], _work("filter", len(df), capacity, len(text))
+    if op in ("gt", "lt"):
+        out = _normalised(df, [column], capacity, numeric=True)
+        keep = out[column] > value if op == "gt" else out[column] < value
+    else:
+        out = _normalised(df, [column], capacity)
+        if op == "notnull":
+            keep = out[column].notna()
+        elif op == "eq":
+            keep = out[column] == value
+        elif op == "ne":
+            keep = (out[column] != value) & out[column].notna()
+        else:
+            raise ValueError(f"unknown filter op {op!r}")
+    return out[keep.fillna(False).astype(bool)], _work("filter", len(df), capacity, 1)
+
+
+def op_dedup(df: pd.DataFrame, subset, capacity: str):
+    """Drops rows repeating an earlier row on ``subset`` (all columns for the base duty)."""
+    cols = list(df.columns) if subset is None else list(subset)
+    out = _normalised(df, cols, capacity)
+    return out.drop_duplicates(subset=cols, keep="first"), _work("dedup", len(df), capacity, len(cols))
+
+
+def op_join(left: pd.DataFrame, right: pd.DataFrame, left_on, right_on, how: str, capacity: str):
+    """Merges on ``left_on == right_on``; the base duty joins on every shared column name."""
+    if left_on is None:
+        lkeys = rkeys = [c for c in left.columns if c in set(right.columns)]
+        if not lkeys:
+            raise KeyError("no shared column to join on")
+    else:
+        lkeys, rkeys = [left_on], [right_on]
+    work = _work("join", len(left) + len(right), capacity, 1)
+    left, right = _normalised(left, lkeys, capacity), _normalised(right, rkeys, capacity)
+    if left_on is None or left_on == right_on:
+        return left.merge(right, on=lkeys, how=how, suffixes=("", "_right")), work
+    return left.merge(right, left_on=left_on, right_on=right_on, how=how, suffixes=("", "_right")), work
+
+
+def op_derive(df: pd.DataFrame, name: str, op: str, left, right, capacity: str):
+    """Adds ``name = left <op> right``; base duty: the number of filled fields of each row."""
+    if op == "nonnull":
+        out = df.copy(deep=False)
+        out[name] = df.notna().sum(axis=1).astype("int64")
+        return out, _work("derive", len(df), capacity, 0)
+    out = _normalised(df, [left, right], capacity, numeric=True)
+    a, b = out[left], out[right]
+    if op == "mul":
+        value = a * b
+    elif op == "add":
+        value = a + b
+    elif op == "sub":
+        value = a - b
+    elif op == "div":
+        value = (a / b).replace([np.inf, -np.inf], np.nan)
+    else:
+        raise ValueError(f"unknown derive op {op!r}")
+    out = out.copy(deep=False) if out is df else out
+    out[name] = value.astype("float64")
+    return out, _work("derive", len(df), capacity, 2)
+
+
+def op_aggregate(df: pd.DataFrame, by, column, fn: str, name: str, capacity: str):
+    """One row per ``by`` group with ``name = fn(column)``; base duty: row count per first column."""
+    keys = [str(df.columns[0])] if by is None else list(by)
+    numeric = fn in ("sum", "mean", "max", "min")
+    out = _normalised(df, keys, capacity)
+    if numeric:
+        out = _normalised(out, [column], capacity, numeric=True)
+    groups = out.groupby(keys, dropna=False, sort=True)
+    result = groups.size() if fn == "size" else groups[column].agg(fn)
+    frame = result.reset_index(name=name)
+    if numeric:
+        frame[name] = frame[name].astype("float64")
+    return frame, _work("aggregate", len(df), capacity, len(keys) + (fn != "size"))
+
+
+def op_topk(df: pd.DataFrame, column, k: int, ascending: bool, capacity: str):
+    """The ``k`` rows with the largest (or smallest) ``column``; ties broken by the other columns,
+    so the kept rows never depend on the input's row order. Base duty: top 10 by the first number."""
+    column = _first(df, numeric=True) if column is None else column
+    out = _normalised(df, [column], capacity, numeric=True)
+    others = [c for c in out.columns if c != column]
+    order = out.sort_values(
+        [column, *others], ascending=[ascending] + [True] * len(others), na_position="last", kind="mergesort"
+    )
+    return order.head(int(k)), _work("topk", len(df), capacity, 1)
+
+
+def op_select(df: pd.DataFrame, columns, capacity: str):
+    """Keeps and renames columns (``{old: new}``); the base duty keeps everything."""
+    if columns is None:
+        return df, _work("select", len(df), capacity, 0)
+    mapping = dict(columns)
+    out = df[list(mapping)].rename(columns=mapping)
+    return out, _work("select", len(df), capacity, 0)

@@ -1,0 +1,182 @@
+"""The PettingZoo interface: API, spaces, rewards, infos, artifacts and robustness to bad input."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+from pettingzoo.test import parallel_api_test
+
+from orchestrl.envs.orchestration.env import OrchestrationEnv
+from orchestrl.envs.orchestration.features import CLIP
+from orchestrl.envs.orchestration.spec import ROLES, parse_spec
+from orchestrl.envs.orchestration.tasks import LEVELS
+from orchestrl.envs.registry import EnvKwargError, make_env
+from orchestrl.envs.spaces import MASK_KEY, OBS_KEY
+
+NVEC = {1: [8, 4, 3, 2, 3], 2: [8, 4, 3, 4, 5], 3: [8, 6, 3, 7, 8], 4: [8, 6, 3, 10, 11]}
+
+
+@pytest.mark.parametrize("level", sorted(LEVELS))
+def test_parallel_api_test_passes(level: int) -> None:
+    parallel_api_test(OrchestrationEnv(level=level), num_cycles=5)
+
+
+@pytest.mark.parametrize("level", sorted(LEVELS))
+def test_spaces_are_fixed_per_level_and_masks_are_factorised(level: int) -> None:
+    env = OrchestrationEnv(level=level)
+    assert env.possible_agents == [f"agent_{i}" for i in range(LEVELS[level].agents)]
+    spaces = {env.observation_space(a)[OBS_KEY].shape for a in env.possible_agents}
+    assert len(spaces) == 1
+    obs, _ = env.reset(seed=1)
+    for slot, agent in enumerate(env.agents):
+        nvec = env.action_space(agent).nvec
+        assert nvec.tolist() == NVEC[level]
+        assert obs[agent][OBS_KEY].shape == next(iter(spaces))
+        assert env.observation_space(agent).contains(obs[agent])
+        parts = np.split(obs[agent][MASK_KEY], np.cumsum(nvec)[:-1])
+        assert [len(p) for p in parts] == nvec.tolist() and all(p.max() == 1.0 for p in parts)
+        assert parts[3][LEVELS[level].max_sources :].sum() == slot  # only earlier agents as inputs
+
+
+def _play(env: OrchestrationEnv, seed: int, policy) -> tuple[float, dict]:
+    obs, _ = env.reset(seed=seed)
+    total, infos = 0.0, {}
+    while env.agents:
+        obs, rewards, _, _, infos = env.step(policy(env, obs))
+        total += rewards["agent_0"]
+        assert len(set(rewards.values())) == 1
+    return total, infos
+
+
+def _random(env, obs):
+    return {a: env.action_space(a).sample(mask=obs[a][MASK_KEY]) for a in env.agents}
+
+
+def test_episode_return_equals_the_final_score() -> None:
+    env = OrchestrationEnv(level=2, rounds=3)
+    rounds = iter([_random, lambda e, o: e.expert_actions(), _random])
+    total, infos = _play(env, 5, lambda e, o: next(rounds)(e, o))
+    assert total == pytest.approx(infos["agent_0"]["metrics"]["score"])
+
+
+def test_episode_end_infos_carry_float_metrics_for_every_agent() -> None:
+    env = OrchestrationEnv(level=3)
+    _, infos = _play(env, 2, lambda e, o: e.expert_actions())
+    expected = {
+        "success",
+        "score",
+        "r_success",
+        "r_efficiency",
+        "r_graph",
+        "r_process",
+        "r_penalty",
+        "cache_hit_rate",
+    }
+    for agent in env.possible_agents:
+        metrics = infos[agent]["metrics"]
+        assert expected <= set(metrics) and all(isinstance(v, float) for v in metrics.values())
+        assert metrics["success"] == 1.0 and metrics["cache_hit_rate"] == 0.5  # round 2 is all hits
+        assert infos[agent]["episode"]["seed"] == 2
+
+
+def test_last_spec_its_yaml_and_its_source_are_kept() -> None:
+    env = OrchestrationEnv(level=2, rounds=1)
+    _play(env, 8, lambda e, o: e.expert_actions())
+    assert parse_spec(env.last_yaml) == env.last_spec == env.task.reference
+    compile(env.last_source, "pipeline.py", "exec")
+    assert "def node_0(" in env.last_source and "__main__" in env.last_source
+
+
+def test_feedback_reaches_each_agent_after_a_round() -> None:
+    env = OrchestrationEnv(level=2, rounds=2)
+    obs, _ = env.reset(seed=4)
+    feedback = env.builder.offsets()["feedback"]
+    assert not obs["agent_0"][OBS_KEY][feedback].any()
+    actions = env.expert_actions()
+    actions["agent_2"] = np.zeros(5, dtype=np.int64)  # idle: the output moves to agent_1
+    obs, *_ = env.step(actions)
+    mine = obs["agent_0"][OBS_KEY][feedback]
+    assert mine[0] == 1.0 and mine[-1] == 1.0  # node ran ok, feedback present
+    assert obs["agent_2"][OBS_KEY][feedback][1] == 1.0  # idle
+
+
+@pytest.mark.parametrize("level", [2, 3, 4])
+def test_random_specs_rarely_succeed_from_level_two(level: int) -> None:
+    env = OrchestrationEnv(level=level, rounds=1)
+    wins = sum(_play(env, seed % 10, _random)[1]["agent_0"]["metrics"]["success"] for seed in range(60))
+    assert wins / 60 <= 0.05
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"agent_0": np.array([1, 0, 0])},
+        {"agent_0": np.array([np.nan, 0, 0, 0, 0])},
+        {"agent_0": np.array([99, 0, 0, 0, 0])},
+        {"agent_0": np.array([-1, 0, 0, 0, 0])},
+        {"agent_0": "filter"},
+        {},
+    ],
+)
+def test_malformed_actions_are_penalised_not_raised(bad: dict) -> None:
+    env = OrchestrationEnv(level=1, rounds=1)
+    env.reset(seed=0)
+    _, rewards, terminations, _, infos = env.step(bad)
+    assert rewards["agent_0"] < 0 and all(terminations.values())
+    assert infos["agent_0"]["metrics"]["valid"] == 0.0 and infos["agent_0"]["spec_errors"]
+
+
+def test_code_that_raises_is_an_exception_failure_with_a_penalty() -> None:
+    env = OrchestrationEnv(level=2, rounds=1)
+    env.reset(seed=0)
+    fact = set(next(iter(env.task.sources.values())).columns)
+    role, index = next(
+        (r, j)
+        for r in ROLES
+        for j, d in enumerate(env.task.candidates[r])
+        if r.value != "join" and set(d.columns_read()) - fact
+    )  # a column the fact lacks
+    idle = np.zeros(5, dtype=np.int64)
+    action = np.array([1 + ROLES.index(role), index, 0, 0, 0])  # ... applied to the fact table
+    _, rewards, _, _, infos = env.step({"agent_0": action, "agent_1": idle, "agent_2": idle})
+    metrics = infos["agent_0"]["metrics"]
+    assert metrics["valid"] == 1.0 and metrics["failed"] == 1.0 and metrics["r_penalty"] < 0
+    assert rewards["agent_0"] == pytest.approx(metrics["score"])
+    assert env._last_execution.nodes["agent_0"].kind == "exception"
+
+
+def test_non_finite_source_values_keep_observations_finite() -> None:
+    env = OrchestrationEnv(level=2, rounds=1)
+    env.reset(seed=3)
+    task = env.task
+    poisoned = {}
+    for name, frame in task.sources.items():
+        frame = frame.copy()
+        for column in frame.select_dtypes("float").columns:
+            frame.loc[frame.index[:3], column] = [np.inf, -np.inf, np.nan]
+        poisoned[name] = frame
+    env._task = dataclasses.replace(task, sources=poisoned)
+    part = env.builder.task_features(env._task)  # and poisoned features
+    part[::5], part[1::5], part[2::5] = np.inf, -np.inf, np.nan
+    env._task_part = part
+    _, _, _, _, infos = env.step(env.expert_actions())
+    obs = env._observe("agent_0", None)[OBS_KEY]
+    assert np.isfinite(obs).all() and np.abs(obs).max() <= CLIP
+    assert np.isfinite(infos["agent_0"]["metrics"]["score"])
+
+
+def test_reset_seed_picks_the_task_deterministically() -> None:
+    a, b = OrchestrationEnv(level=3), OrchestrationEnv(level=3)
+    np.testing.assert_array_equal(
+        a.reset(seed=9)[0]["agent_1"][OBS_KEY], b.reset(seed=9)[0]["agent_1"][OBS_KEY]
+    )
+    assert a.task.key.seed == 9 and a.reset(seed=10)[0] is not None and a.task.key.seed == 10
+
+
+def test_the_registry_builds_the_env_and_names_unknown_kwargs() -> None:
+    env = make_env("orchestration", level=2, rounds=1, reward_schedule=0.5)
+    assert isinstance(env, OrchestrationEnv) and env.rounds == 1 and env.reward_config.schedule == 0.5
+    with pytest.raises(EnvKwargError, match="colour"):
+        make_env("orchestration", colour="red")
