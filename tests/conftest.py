@@ -15,6 +15,12 @@ os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 os.environ.setdefault("MLFLOW_LOGGING_LEVEL", "WARNING")
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Unit tests first, then everything that starts Ray: the session's shared Ray is up only
+    after the last unit test, so unit tests can check that they never start one."""
+    items.sort(key=lambda item: bool(item.get_closest_marker("ray") or "ray_local" in item.fixturenames))
+
+
 @pytest.fixture(scope="session")
 def ray_local() -> Iterator[Path]:
     """A real local Ray shared by the integration tests; its files live in a short temp dir

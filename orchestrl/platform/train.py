@@ -145,7 +145,7 @@ def _train_loop(
             if done:
                 echo(f"stopped: {done}")
                 break
-        _write_best_episode(algo, here / "artifacts")
+        write_best_episode(algo, here / "artifacts")
         if cfg.evaluation.episodes and not cfg.evaluation.interval:
             evaluation = tracking.curate({"evaluation": algo.evaluate()})
             evaluation = {k: v for k, v in evaluation.items() if k.startswith("eval/")}
@@ -204,7 +204,7 @@ def progress_line(
     )
 
 
-def _write_best_episode(algo: Any, folder: Path) -> None:
+def write_best_episode(algo: Any, folder: Path) -> None:
     """Writes the files of the best episode any env runner saw (see platform.callbacks)."""
     from orchestrl.platform.callbacks import best_episode_artifacts
 

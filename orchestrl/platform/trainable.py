@@ -68,6 +68,10 @@ def trial_cpus(cfg: ExperimentConfig) -> float:
     return float(trial_resources(cfg).required_resources.get("CPU", 0.0))
 
 
+BEST_EPISODE_DIR = "best_episode"
+"""Inside a trial checkpoint: the files of the best episode so far (e.g. LEMON's spec.yaml)."""
+
+
 class ExperimentTrainable(tune.Trainable):
     """Builds the experiment's RLlib algorithm and trains it one iteration per Tune step."""
 
@@ -147,7 +151,10 @@ class ExperimentTrainable(tune.Trainable):
         return {k: v for k, v in evaluation.items() if k.startswith("eval/")}
 
     def save_checkpoint(self, checkpoint_dir: str) -> None:
+        from orchestrl.platform.train import write_best_episode
+
         self.algo.save_to_path(str(Path(checkpoint_dir) / "algorithm"))
+        write_best_episode(self.algo, Path(checkpoint_dir) / BEST_EPISODE_DIR)
         state = {"prev_env_steps": self.prev_env_steps, "elapsed": self.elapsed, "streak": self.streak}
         (Path(checkpoint_dir) / _STATE_FILE).write_text(json.dumps(state))
 

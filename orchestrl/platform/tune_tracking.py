@@ -30,7 +30,7 @@ from ray.tune.result import AUTO_RESULT_KEYS, DONE
 
 from orchestrl.platform import tracking
 from orchestrl.platform.search_space import resolve_trial_config
-from orchestrl.platform.trainable import CARRY, STOP_REASON
+from orchestrl.platform.trainable import BEST_EPISODE_DIR, CARRY, STOP_REASON
 
 TAG_TRIAL = "orchestrl.trial_id"
 TAG_STOP = "orchestrl.stop_reason"
@@ -239,6 +239,9 @@ class TrialRunLogger(Callback):
                 self.client.log_artifact(run_id, str(here / name))
         if checkpoint:
             self.client.log_artifacts(run_id, str(Path(checkpoint) / "algorithm"), artifact_path="checkpoint")
+            best = Path(checkpoint) / BEST_EPISODE_DIR
+            if best.is_dir():
+                self.client.log_artifacts(run_id, str(best), artifact_path="env")
 
 
 def _format_keys(config: dict[str, Any]) -> dict[str, Any]:

@@ -180,3 +180,31 @@ def test_the_registry_builds_the_env_and_names_unknown_kwargs() -> None:
     assert isinstance(env, OrchestrationEnv) and env.rounds == 1 and env.reward_config.schedule == 0.5
     with pytest.raises(EnvKwargError, match="colour"):
         make_env("orchestration", colour="red")
+
+
+@pytest.mark.parametrize("level", [1, 2, 3])
+def test_a_padded_layout_shares_level_four_spaces_and_keeps_the_expert_exact(level: int) -> None:
+    padded = OrchestrationEnv(level=level, rounds=1, layout_level=4)
+    widest = OrchestrationEnv(level=4, rounds=1)
+    agent = padded.possible_agents[0]
+    assert len(padded.possible_agents) == LEVELS[level].agents
+    assert padded.observation_space(agent) == widest.observation_space(agent)
+    assert padded.action_space(agent) == widest.action_space(agent)
+    total, infos = _play(padded, 4, lambda e, o: e.expert_actions())
+    assert infos[agent]["metrics"]["success"] == 1.0 and total >= 0.99
+    parallel_api_test(OrchestrationEnv(level=level, layout_level=4), num_cycles=10)
+
+
+def test_a_layout_smaller_than_the_level_is_refused() -> None:
+    with pytest.raises(ValueError, match="layout_level must be a level >= level"):
+        OrchestrationEnv(level=3, layout_level=2)
+
+
+def test_a_new_best_episode_hands_over_its_spec_and_pipeline() -> None:
+    env = OrchestrationEnv(level=1, rounds=1)
+    _, infos = _play(env, 3, lambda e, o: e.expert_actions())
+    files = infos["agent_0"]["artifacts"]
+    assert parse_spec(files["spec.yaml"]) == env.last_spec
+    assert "def node_0(" in files["pipeline.py"]
+    _, again = _play(env, 3, lambda e, o: e.expert_actions())  # not better: nothing new to hand over
+    assert "artifacts" not in again["agent_0"]

@@ -54,6 +54,7 @@ class ActionLayout:
     agents: int
     sources: int  # source slots of the level
     duties: int  # candidates per role
+    live_duties: int = 0  # candidates the tasks really have (0: all); fewer when spaces are padded
 
     @property
     def nvec(self) -> np.ndarray:
@@ -83,7 +84,7 @@ class ActionLayout:
         inputs[self.sources : self.sources + slot] = 1.0
         parts = [
             np.ones(nvec[0]),
-            np.ones(nvec[1]),
+            (np.arange(nvec[1]) < (self.live_duties or self.duties)).astype(np.float32),
             np.ones(nvec[2]),
             inputs,
             np.concatenate([[1.0], inputs]),

@@ -69,7 +69,9 @@ class OrchestrationEnv(ParallelEnv):
     """The LEMON env (module docstring). Kwargs: ``level`` 1-4; ``rounds`` per episode;
     ``split`` ``"train"`` / ``"heldout"``; ``reward_schedule`` in [0, 1] (0 dense shaping, 1
     final-heavy; see :mod:`.reward`); ``sandbox_workers`` (minimum size of the process-wide pool);
-    ``job_cpu_s`` / ``job_wall_s`` (limits per execution); ``cache_mb`` (node cache size)."""
+    ``job_cpu_s`` / ``job_wall_s`` (limits per execution); ``cache_mb`` (node cache size);
+    ``layout_level`` (build observation and action spaces the size of that level's, with the extra
+    entries masked, so one policy carries across a curriculum of levels)."""
 
     metadata: ClassVar[dict[str, Any]] = {
         "name": "orchestration_v0",
@@ -87,6 +89,7 @@ class OrchestrationEnv(ParallelEnv):
         job_cpu_s: float = 2.0,
         job_wall_s: float = 5.0,
         cache_mb: float = 64.0,
+        layout_level: int | None = None,
         render_mode: str | None = None,
     ) -> None:
         if level not in LEVELS:
@@ -101,7 +104,14 @@ class OrchestrationEnv(ParallelEnv):
         self.reward_config = RewardConfig(schedule=float(reward_schedule))
         self.render_mode = render_mode
         config = LEVELS[self.level]
-        self.layout = ActionLayout(agents=config.agents, sources=config.max_sources, duties=config.duties)
+        shape = LEVELS.get(int(layout_level or level))
+        if shape is None or any(
+            getattr(shape, f) < getattr(config, f) for f in ("agents", "max_sources", "duties")
+        ):
+            raise ValueError(f"layout_level must be a level >= level ({self.level}), not {layout_level!r}")
+        self.layout = ActionLayout(
+            agents=shape.agents, sources=shape.max_sources, duties=shape.duties, live_duties=config.duties
+        )
         self.builder = ObservationBuilder(self.layout)
         self.possible_agents = [agent_id(i) for i in range(config.agents)]
         self.agents: list[str] = []

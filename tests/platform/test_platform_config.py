@@ -31,7 +31,7 @@ def error_of(path: Path, overrides: list[str] | None = None) -> str:
 
 
 def test_every_shipped_config_validates() -> None:
-    configs = sorted(Path("tune_configs").glob("*.yaml"))
+    configs = sorted((Path(__file__).resolve().parents[2] / "tune_configs").glob("*.yaml"))
     assert configs, "tune_configs/ holds no experiment"
     for path in configs:
         cfg = load_config(path)
