@@ -23,6 +23,9 @@ from orchestrl.platform.config import ExperimentConfig
 
 log = logging.getLogger(__name__)
 
+NEVER = 10**9
+"""An evaluation interval that never fires (evaluation only at the end of ``train``)."""
+
 
 @dataclass(frozen=True)
 class EnvInfo:
@@ -109,7 +112,10 @@ def base_ppo_config(cfg: ExperimentConfig, *, gpus_available: float | None = Non
     )
     if cfg.evaluation.episodes > 0:
         ppo = ppo.evaluation(
-            evaluation_interval=cfg.evaluation.interval or None,
+            # RLlib builds its evaluation env runners (with the held-out env_config) only when an
+            # interval is set; without them algo.evaluate() silently samples the TRAINING env. An
+            # end-only evaluation therefore gets an interval that never fires during training.
+            evaluation_interval=cfg.evaluation.interval or NEVER,
             evaluation_duration=cfg.evaluation.episodes,
             evaluation_duration_unit="episodes",
             evaluation_num_env_runners=0,

@@ -112,6 +112,7 @@ def curate(result: Mapping[str, Any], prev_env_steps: float = 0.0) -> dict[str, 
     _put(out, "sample_time_s", (result.get("timers", {}) or {}).get("env_runner_sampling_timer"))
     evaluation = (result.get("evaluation", {}) or {}).get("env_runners", {}) or {}
     _put(out, "eval/team_return_sum_mean", evaluation.get("episode_return_mean"))
+    _put(out, "eval/episode_len_mean", evaluation.get("episode_len_mean"))
     for key, value in evaluation.items():
         if key.startswith(ENV_METRIC_PREFIX):
             _put(out, "eval/" + key, value)

@@ -159,3 +159,15 @@ def test_cli_lists_envs_and_algorithms() -> None:
         line.split()[0] for line in envs.stdout.splitlines()
     }
     assert {"ippo", "mappo"} <= {line.split()[0] for line in algos.stdout.splitlines()}
+
+
+def test_end_only_evaluation_runs_on_the_held_out_env_config(ray_local: Path, tmp_path: Path) -> None:
+    data = tiny_config(tmp_path / "runs")
+    data["stop"] = {"iterations": 1}
+    data["evaluation"] = {"interval": 0, "episodes": 4, "env_overrides": {"max_cycles": 5}}
+    summary = train(validate_config(data), echo=lambda _: None)
+    assert summary.last["episode_len_mean"] == 10  # training episodes
+    client = tracking.client(tracking.default_tracking_uri(tmp_path / "runs"))
+    evaluated = client.get_run(summary.run_id).data.metrics
+    assert "eval/team_return_sum_mean" in evaluated
+    assert summary.evaluation["eval/episode_len_mean"] == 5  # the held-out env config, not training's

@@ -1,0 +1,301 @@
+"""NeuroMAS' knobs and how they shape an RLlib ``PPOConfig``.
+
+``configure_neuromas`` swaps the env for the one-agent team env (:mod:`.team_env`), maps that agent
+to the team graph (:mod:`.module`), installs the joint-loss learner (:mod:`.learner`) and a callback
+that, once the algorithm is built, grows the graph from a smaller trained one and/or clones the
+env's expert, then pushes the weights to every env runner and checks they arrived.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+from ray.rllib.core.rl_module.rl_module import RLModuleSpec
+from ray.rllib.policy.policy import PolicySpec
+
+from orchestrl.envs.registry import get_env
+from orchestrl.platform.callbacks import OrchestrlCallbacks
+from orchestrl.platform.config import ConfigError
+from orchestrl.policies.modules import AgentToModule
+from orchestrl.policies.neuromas.learner import KNOBS_KEY, NeuromasLearner
+from orchestrl.policies.neuromas.module import NeuromasModule, build_topology
+from orchestrl.policies.neuromas.team_env import (
+    MESSAGE_SLOTS_KEY,
+    MESSAGE_VOCAB_KEY,
+    TEAM,
+    NeuromasTeamEnv,
+    agent_nvec,
+    team_spaces,
+)
+
+if TYPE_CHECKING:
+    from ray.rllib.algorithms.ppo import PPOConfig
+
+    from orchestrl.platform.builder import EnvInfo
+    from orchestrl.platform.config import ExperimentConfig
+
+log = logging.getLogger(__name__)
+
+
+class NeuromasConfig(BaseModel):
+    """``algorithm:`` keys for neuromas."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    # -- topology ----------------------------------------------------------------------------------
+    layers: list[int] = Field(default_factory=lambda: [2, 2])
+    """Hidden layers' widths: [1, 1] = NeuroMAS-3, [2, 2] = -5, [2, 2, 2] = -7 (plus the output node)."""
+    input_agents: list[str] | None = None
+    """Env agents in the input layer (they read and act first); the others form the output layer.
+    None: the first agent in sorted order (text2sql: schema_extractor)."""
+    monolithic: bool = False
+    """One node that reads every observation and acts for every agent (the single-agent baseline)."""
+    observe: Literal["all", "inputs"] = "all"
+    """all: every agent node reads its own observation (messages add what it cannot see or infer);
+    inputs: only the input agents do, later agents learn the task from messages alone (the strict
+    feed-forward reading: an output neuron sees only the layer below)."""
+    messages: Literal["continuous", "discrete", "none"] = "continuous"
+    """continuous: differentiable vectors; discrete: sampled tokens (policy gradient); none: cut."""
+    message_vocab: int = Field(16, ge=2)
+    message_len: int = Field(2, ge=1)
+    """Tokens per discrete message."""
+
+    # -- neurons -----------------------------------------------------------------------------------
+    embed_dim: int = Field(48, ge=8)
+    """Node state, message and encoder width (the backbone's blocks use ``model.hidden``)."""
+    heads: int = Field(4, ge=1)
+    adapter_rank: int = Field(0, ge=0)
+    """Per-node low-rank adapter on the shared neuron (0: node-id embedding only)."""
+    encoder: Literal["auto", "mlp", "text2sql"] = "auto"
+    """auto: the text encoder for text2sql, an MLP for flat observations."""
+    text_layers: int = Field(2, ge=0)
+
+    # -- training ----------------------------------------------------------------------------------
+    objective: Literal["ppo", "reinforce"] = "ppo"
+    """reinforce: the paper's REINFORCE with the critic as baseline (forces lambda_=1, num_epochs=1)."""
+    aux_coeff: float = Field(0.0, ge=0)
+    """Weight of the auxiliary team-reward prediction loss (0: no auxiliary head)."""
+    bc_epochs: int = Field(0, ge=0)
+    """Behaviour-cloning epochs on the env's expert before RL (0: none)."""
+    bc_samples: int = Field(4096, ge=1)
+    bc_batch_size: int = Field(64, ge=1)
+    bc_lr: float = Field(3e-3, gt=0)
+    bc_token_dropout: float = Field(0.3, ge=0, lt=1)
+    """Probability of dropping each known word to the "unknown" embedding during BC."""
+    grow_from: str | None = None
+    """A checkpoint of a trained smaller NeuroMAS (orchestrl run checkpoint or module dir)."""
+    growth_noise: float = Field(0.01, ge=0)
+
+    @model_validator(mode="after")
+    def _coherent(self) -> NeuromasConfig:
+        if self.embed_dim % self.heads:
+            raise ValueError(f"embed_dim {self.embed_dim} is not divisible by heads {self.heads}")
+        if any(width < 1 for width in self.layers):
+            raise ValueError(f"layers: every hidden layer needs at least one node, got {self.layers}")
+        if self.monolithic and self.grow_from:
+            raise ValueError("grow_from: a monolithic agent has no nodes to grow")
+        return self
+
+
+def module_model_config(cfg: ExperimentConfig, knobs: NeuromasConfig, env: EnvInfo) -> dict[str, Any]:
+    """What :class:`.module.NeuromasModule` is built from (checked against the env)."""
+    agents = list(env.agents)
+    inputs = knobs.input_agents or agents[:1]
+    unknown = [a for a in inputs if a not in agents]
+    if unknown:
+        raise ConfigError(
+            f"algorithm.input_agents: {unknown} are not agents of env '{cfg.env.name}' ({agents})"
+        )
+    if not knobs.monolithic and len(inputs) >= len(agents) and knobs.layers:
+        raise ConfigError(
+            "algorithm.input_agents: every agent is an input; no output agent reads the hidden layers"
+        )
+    encoder = knobs.encoder
+    if encoder == "auto":
+        encoder = "text2sql" if cfg.env.name == "text2sql" else "mlp"
+    if encoder == "text2sql" and cfg.env.name != "text2sql":
+        raise ConfigError(f"algorithm.encoder: text2sql reads the text2sql layout, not env '{cfg.env.name}'")
+    if encoder == "text2sql" and cfg.env.agent_id_in_obs:
+        raise ConfigError(
+            "env.agent_id_in_obs: the text2sql encoder reads the raw layout; node embeddings say who is who"
+        )
+    try:
+        nvecs = {a: list(agent_nvec(env.action_spaces[a], a)) for a in agents}
+    except ValueError as err:
+        raise ConfigError(f"env.name: {err}") from None
+    return {
+        "agents": agents,
+        "nvecs": nvecs,
+        "input_agents": list(inputs),
+        "layers": list(knobs.layers),
+        "monolithic": knobs.monolithic,
+        "messages": knobs.messages,
+        "message_vocab": knobs.message_vocab,
+        "message_len": knobs.message_len,
+        "embed_dim": knobs.embed_dim,
+        "heads": knobs.heads,
+        "hidden": list(cfg.model.hidden),
+        "critic_hidden": list(cfg.model.critic_hidden) if cfg.model.critic_hidden else None,
+        "activation": cfg.model.activation,
+        "adapter_rank": knobs.adapter_rank,
+        "encoder": encoder,
+        "text_layers": knobs.text_layers,
+        "observe": knobs.observe,
+        "aux_head": knobs.aux_coeff > 0,
+    }
+
+
+def message_slots(model_config: dict[str, Any]) -> int:
+    """Discrete message tokens in the team action (senders x tokens per message)."""
+    if model_config["messages"] != "discrete" or model_config["monolithic"]:
+        return 0
+    topology = build_topology(model_config, list(model_config["agents"]))
+    return len(topology.senders()) * int(model_config["message_len"])
+
+
+def configure_neuromas(
+    ppo: PPOConfig, cfg: ExperimentConfig, knobs: NeuromasConfig, env: EnvInfo
+) -> PPOConfig:
+    model_config = module_model_config(cfg, knobs, env)
+    _check_warm_start(cfg, knobs)
+    slots = message_slots(model_config)
+    extra_env = {MESSAGE_SLOTS_KEY: slots, MESSAGE_VOCAB_KEY: knobs.message_vocab}
+    ppo = ppo.environment(env=NeuromasTeamEnv, env_config={**ppo.env_config, **extra_env})
+    if ppo.evaluation_config and "env_config" in ppo.evaluation_config:
+        ppo.evaluation_config["env_config"] = {**ppo.evaluation_config["env_config"], **extra_env}
+    obs_space, act_space = team_spaces(env.observation_spaces, env.action_spaces, slots, knobs.message_vocab)
+    ppo = ppo.multi_agent(
+        policies={TEAM: PolicySpec(observation_space=obs_space, action_space=act_space)},
+        policy_mapping_fn=AgentToModule({TEAM: TEAM}),
+    ).rl_module(rl_module_spec=RLModuleSpec(module_class=NeuromasModule, model_config=model_config))
+    if knobs.objective == "reinforce":
+        if cfg.training.num_epochs != 1 or cfg.training.lambda_ != 1.0:
+            log.warning("objective=reinforce: one on-policy pass per batch (num_epochs=1), lambda_=1")
+        ppo = ppo.training(num_epochs=1, lambda_=1.0)
+    learner_knobs = {**knobs.model_dump(), "seed": cfg.seed}
+    return ppo.learners(
+        learner_class=NeuromasLearner, learner_config_dict={KNOBS_KEY: learner_knobs}
+    ).callbacks(NeuromasCallbacks)
+
+
+def _check_warm_start(cfg: ExperimentConfig, knobs: NeuromasConfig) -> None:
+    if knobs.bc_epochs and not hasattr(get_env(cfg.env.name).load(), "expert_actions"):
+        raise ConfigError(f"algorithm.bc_epochs: env '{cfg.env.name}' has no expert_actions() to clone")
+    if knobs.grow_from and not Path(knobs.grow_from).expanduser().exists():
+        raise ConfigError(f"algorithm.grow_from: {knobs.grow_from} does not exist")
+
+
+# -- warm start (growth, behaviour cloning) and weight sync -------------------------------------------
+class WarmStart:
+    """Grows and/or behaviour-clones the team module of one learner, in place (picklable, so it also
+    runs on remote learners)."""
+
+    def __init__(self, knobs: dict[str, Any], env_config: dict[str, Any]) -> None:
+        self.knobs = dict(knobs)
+        self.env_config = dict(env_config)
+
+    def __call__(self, learner: Any, **kwargs: Any) -> dict[str, Any]:
+        return self.apply(learner.module[TEAM].unwrapped())
+
+    def apply(self, module: NeuromasModule) -> dict[str, Any]:
+        from orchestrl.policies.neuromas.growth import grow, load_module
+        from orchestrl.policies.neuromas.warm_start import behaviour_cloning, collect_demonstrations
+
+        k, report = self.knobs, {}
+        seed = int(k.get("seed", 0))
+        if k.get("grow_from"):
+            small = load_module(k["grow_from"])
+            report["growth"] = grow(module, small, noise=float(k["growth_noise"]), seed=seed)
+        if k.get("bc_epochs"):
+            demos = collect_demonstrations(self.env_config, int(k["bc_samples"]), seed=seed)
+            report["bc_loss"] = behaviour_cloning(
+                module,
+                demos,
+                epochs=int(k["bc_epochs"]),
+                batch_size=int(k["bc_batch_size"]),
+                lr=float(k["bc_lr"]),
+                token_dropout=float(k["bc_token_dropout"]),
+                seed=seed,
+            )
+        return report
+
+
+def fingerprint(state: dict[str, Any]) -> np.ndarray:
+    """A cheap summary of a module state (sum and sum of squares per tensor, key-sorted)."""
+    values = []
+    for key in sorted(state):
+        arr = np.asarray(state[key], dtype=np.float64)
+        values += [arr.sum(), (arr**2).sum()]
+    return np.asarray(values)
+
+
+class NeuromasCallbacks(OrchestrlCallbacks):
+    """Runs the warm start once the algorithm is built, then syncs and verifies env-runner weights."""
+
+    def on_algorithm_init(self, *, algorithm: Any, metrics_logger: Any = None, **kwargs: Any) -> None:
+        knobs = algorithm.config.learner_config_dict.get(KNOBS_KEY, {})
+        if not (knobs.get("grow_from") or knobs.get("bc_epochs")):
+            return
+        group = algorithm.learner_group
+        for result in group.foreach_learner(WarmStart(knobs, dict(algorithm.config.env_config))):
+            report = result.get()
+            if "bc_loss" in report:
+                log.info("neuromas BC loss %.3f -> %.3f", report["bc_loss"][0], report["bc_loss"][-1])
+            if "growth" in report:
+                log.info("neuromas growth: %s", report["growth"])
+        if not group.is_local:  # every learner must start from the same weights
+            group.set_state(
+                {
+                    "learner": {
+                        "rl_module": group.get_state(components="learner/rl_module")["learner"]["rl_module"]
+                    }
+                }
+            )
+        log.info("neuromas warm start: weights verified on %d env-runner modules", sync_and_verify(algorithm))
+
+
+def sync_and_verify(algorithm: Any) -> int:
+    """Pushes the learner's weights to every env runner (and evaluation runner) and checks that
+    each runner's module now holds exactly those weights.
+
+    Synchronous on purpose: RLlib's own ``sync_weights`` is fire-and-fetch-ready for remote runners,
+    and a weight push that is still in flight can be dropped silently. Returns how many runner
+    modules were checked.
+    """
+    state = algorithm.learner_group.get_state(components=f"learner/rl_module/{TEAM}", inference_only=True)
+    team_state = state["learner"]["rl_module"][TEAM]
+    expected = fingerprint(team_state)
+    groups = [g for g in (algorithm.env_runner_group, getattr(algorithm, "eval_env_runner_group", None)) if g]
+    checked = 0
+    for group in groups:
+        group.fetch_ready_async_reqs(tags="set_state", timeout_seconds=30)  # drain older pushes first
+        group.foreach_env_runner(_SetTeamState(team_state), local_env_runner=True)
+        for got in group.foreach_env_runner(_runner_fingerprint, local_env_runner=True):
+            if got is None:
+                continue
+            if not np.allclose(got, expected, rtol=1e-6, atol=1e-6):
+                raise RuntimeError(
+                    "neuromas warm start: an env runner did not receive the warm-started weights"
+                )
+            checked += 1
+    return checked
+
+
+class _SetTeamState:
+    def __init__(self, state: dict[str, Any]) -> None:
+        self.state = state
+
+    def __call__(self, runner: Any) -> None:
+        if getattr(runner, "module", None) is not None and TEAM in runner.module:
+            runner.module[TEAM].set_state(self.state)
+
+
+def _runner_fingerprint(runner: Any) -> np.ndarray | None:
+    module = getattr(runner, "module", None)
+    if module is None or TEAM not in module:
+        return None
+    return fingerprint(module[TEAM].get_state(inference_only=True))

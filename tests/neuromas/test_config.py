@@ -1,0 +1,71 @@
+"""Registry and config errors name the key and the problem, before anything is built."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from orchestrl.platform.algos import get_algorithm
+from orchestrl.platform.builder import build_ppo_config
+from orchestrl.platform.config import ConfigError, validate_config
+from orchestrl.policies.neuromas import NeuromasConfig, configure_neuromas
+
+TUNE_CONFIGS = Path(__file__).resolve().parents[2] / "tune_configs"
+
+
+def test_the_registry_entry_resolves_to_this_package() -> None:
+    entry = get_algorithm("neuromas")
+    assert entry.config_class is NeuromasConfig
+    assert entry.configure is configure_neuromas
+
+
+@pytest.mark.parametrize(
+    ("knobs", "message"),
+    [
+        ({"layer": [2, 2]}, "algorithm.layer: unknown key"),
+        ({"messages": "sparse"}, "algorithm.messages: Input should be 'continuous', 'discrete' or 'none'"),
+        ({"layers": [2, 0]}, "every hidden layer needs at least one node"),
+        ({"embed_dim": 30, "heads": 4}, "embed_dim 30 is not divisible by heads 4"),
+        ({"objective": "a2c"}, "algorithm.objective: Input should be 'ppo' or 'reinforce'"),
+        ({"monolithic": True, "grow_from": "x"}, "a monolithic agent has no nodes to grow"),
+    ],
+)
+def test_bad_knobs_fail_validation_with_the_key(experiment, knobs: dict, message: str) -> None:
+    with pytest.raises(ConfigError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        validate_config(experiment("text2sql", **knobs), source="x.yaml")
+
+
+@pytest.mark.parametrize(
+    ("env", "knobs", "message"),
+    [
+        ("text2sql", {"input_agents": ["planner"]}, r"algorithm.input_agents: \['planner'\] are not agents"),
+        ("text2sql", {"input_agents": ["schema_extractor", "sql_composer"]}, "no output agent reads"),
+        (
+            "simple_speaker_listener",
+            {"encoder": "text2sql"},
+            "algorithm.encoder: text2sql reads the text2sql",
+        ),
+        ("simple_speaker_listener", {"bc_epochs": 2}, "env 'simple_speaker_listener' has no expert_actions"),
+        ("text2sql", {"grow_from": "/nowhere/ckpt"}, "algorithm.grow_from: /nowhere/ckpt does not exist"),
+    ],
+)
+def test_env_dependent_errors_are_config_errors(experiment, env: str, knobs: dict, message: str) -> None:
+    cfg = validate_config(experiment(env, **knobs))
+    with pytest.raises(ConfigError, match=message):
+        build_ppo_config(cfg)
+
+
+@pytest.mark.parametrize("path", sorted(TUNE_CONFIGS.glob("neuromas_*.yaml")), ids=lambda p: p.name)
+def test_shipped_configs_validate(path: Path) -> None:
+    from orchestrl.platform.config import load_config
+
+    cfg = load_config(path)
+    assert cfg.algorithm.name == "neuromas"
+    NeuromasConfig.model_validate(cfg.algorithm.knobs())
+
+
+def test_reinforce_runs_one_on_policy_pass_with_full_returns(experiment) -> None:
+    ppo = build_ppo_config(validate_config(experiment("text2sql", objective="reinforce")))
+    assert ppo.num_epochs == 1
+    assert ppo.lambda_ == 1.0

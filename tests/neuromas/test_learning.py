@@ -1,0 +1,110 @@
+"""Behaviour cloning, the auxiliary reward head and joint RL learn on tiny problems, without Ray."""
+
+from __future__ import annotations
+
+import copy
+import math
+
+import numpy as np
+import pytest
+import torch
+from ray.rllib.core.columns import Columns
+
+from orchestrl.platform.builder import build_ppo_config
+from orchestrl.platform.config import validate_config
+from orchestrl.platform.inprocess import InProcessTrainer
+from orchestrl.policies.neuromas.algorithm import WarmStart
+from orchestrl.policies.neuromas.learner import KNOBS_KEY
+from orchestrl.policies.neuromas.team_env import TEAM
+from orchestrl.policies.neuromas.warm_start import collect_demonstrations
+
+
+def trainer_for(experiment, env: str, lr: float = 3e-4, **knobs) -> tuple[InProcessTrainer, dict]:
+    """An in-process trainer and the knobs its warm-start callback would get."""
+    data = experiment(env, **knobs)
+    data["training"]["lr"] = lr
+    ppo = build_ppo_config(validate_config(data))
+    return InProcessTrainer(ppo), dict(ppo.learner_config_dict[KNOBS_KEY])
+
+
+def greedy_logits(module, obs) -> torch.Tensor:
+    return module.forward_inference({Columns.OBS: obs})[Columns.ACTION_DIST_INPUTS]
+
+
+@pytest.mark.parametrize("messages", ["continuous", "discrete"])
+def test_behaviour_cloning_fits_the_expert_and_env_runners_act_with_it(experiment, messages: str) -> None:
+    trainer, knobs = trainer_for(
+        experiment, "text2sql", messages=messages, bc_epochs=6, bc_samples=192, bc_batch_size=64
+    )
+    try:
+        learner_module = trainer.learner.module[TEAM]
+        report = WarmStart(knobs, trainer.config.env_config).apply(learner_module)
+        losses = report["bc_loss"]
+        assert len(losses) == 6 and losses[-1] < 0.7 * losses[0]
+
+        demos = collect_demonstrations(trainer.config.env_config, 32, seed=99)
+        obs, expert = demos.batch(slice(None))
+        runner_module = trainer.runner.module[TEAM]
+        if messages == "continuous":  # the runner still holds its initial weights...
+            assert not torch.allclose(greedy_logits(runner_module, obs), greedy_logits(learner_module, obs))
+        trainer.sync_weights()  # ...until the cloned weights are pushed
+        runner_out = runner_module.forward_inference({Columns.OBS: obs})
+        learner_out = learner_module.forward_inference({Columns.OBS: obs})
+        torch.testing.assert_close(
+            runner_out[Columns.ACTION_DIST_INPUTS], learner_out[Columns.ACTION_DIST_INPUTS]
+        )
+
+        # and the runner's greedy joint action now agrees with the expert far above chance
+        env_logits = runner_out[Columns.ACTION_DIST_INPUTS][:, : sum(runner_module.env_lens)]
+        dist = runner_module.env_action_dist_cls().from_logits(env_logits)
+        greedy = dist.to_deterministic().sample()
+        assert (greedy == expert).float().mean() > 0.6
+    finally:
+        trainer.stop()
+
+
+def test_auxiliary_reward_loss_decreases(experiment) -> None:
+    trainer, _ = trainer_for(experiment, "simple_speaker_listener", lr=3e-3, aux_coeff=1.0)
+    try:
+        episodes = trainer.sample(128)
+        losses = []
+        for _ in range(12):
+            results = trainer.learner.update(
+                episodes=copy.deepcopy(episodes), num_epochs=1, minibatch_size=128
+            )
+            losses.append(float(results[TEAM]["credit/aux_reward_loss"].peek()))
+        assert all(math.isfinite(x) for x in losses)
+        assert losses[-1] < 0.5 * losses[0]
+    finally:
+        trainer.stop()
+
+
+@pytest.mark.parametrize(
+    ("env", "knobs"),
+    [
+        ("text2sql", {"messages": "continuous", "aux_coeff": 0.5}),
+        ("text2sql", {"messages": "discrete", "objective": "reinforce"}),
+        ("simple_speaker_listener", {"messages": "none"}),
+        ("simple_speaker_listener", {"monolithic": True}),
+        ("orchestration", {"messages": "discrete", "bc_epochs": 1, "bc_samples": 32}),
+    ],
+    ids=["t2s-continuous-ppo", "t2s-discrete-reinforce", "mpe-cut", "mpe-monolithic", "orchestration-bc"],
+)
+def test_two_training_iterations_in_process(experiment, env: str, knobs: dict) -> None:
+    import ray
+
+    trainer, warm_knobs = trainer_for(experiment, env, **knobs)
+    try:
+        if knobs.get("bc_epochs"):
+            WarmStart(warm_knobs, trainer.config.env_config).apply(trainer.learner.module[TEAM])
+            trainer.sync_weights()
+        first_weights = [p.detach().clone() for p in trainer.learner.module[TEAM].parameters()]
+        results = [trainer.step()[TEAM] for _ in range(2)]
+        after = list(trainer.learner.module[TEAM].parameters())
+    finally:
+        trainer.stop()
+    assert not ray.is_initialized()
+    for result in results:
+        for key in ("policy_loss", "vf_loss", "entropy"):
+            assert np.isfinite(result[key]), key
+    assert any(not torch.equal(a, b) for a, b in zip(first_weights, after, strict=True))
