@@ -95,7 +95,7 @@ def test_writing_outside_the_temp_dir_is_denied(pool: SandboxPool, tmp_path: Pat
     result = pool.run(program(f"open({str(repository)!r}, 'w').write('x')"))
     assert result.nodes["n"].kind == "denied"
     assert not repository.exists()
-    elsewhere = tmp_path / "escape.txt"  # under /tmp: inside the chroot that path does not exist
+    elsewhere = tmp_path / "escape.txt"  # a host temp dir is not the job's temp dir
     result = pool.run(program(f"open({str(elsewhere)!r}, 'w').write('x')"))
     assert result.nodes["n"].status == "error" and not elsewhere.exists()
     assert_healthy(pool)

@@ -90,14 +90,20 @@ def die_with_parent() -> None:
     _libc().prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
 
 
+JOB_DIR = "job"
+"""The job's private temp dir, under the worker's root (``/job`` once the worker is chrooted)."""
+
+
 def confine(
     root_dir: Path, *, memory_mb: int, file_mb: int, open_files: int, kernel: bool
 ) -> tuple[Capabilities, Path]:
     """Confines the calling process; returns what applied and the job temp dir *as the process
-    now sees it* (``/tmp`` inside a chroot). ``root_dir`` must exist and be private to the worker."""
+    now sees it* (``/job`` inside a chroot: not ``/tmp``, so that no host path, such as a checkout
+    or a test's temp dir under /tmp, looks like the job's own). ``root_dir`` must exist and be
+    private to the worker."""
     caps = Capabilities(root=os.geteuid() == 0)
     libc = _libc()
-    tmp = root_dir / "tmp"
+    tmp = root_dir / JOB_DIR
     tmp.mkdir(mode=0o700, exist_ok=True)
     uid = UID_BASE + os.getpid()
     base_as = _address_space_bytes()  # before the chroot hides /proc
@@ -110,8 +116,8 @@ def confine(
             os.chown(tmp, uid, uid)
             os.chmod(root_dir, 0o555)
             os.chroot(root_dir)
-            os.chdir("/tmp")
-            tmp = Path("/tmp")
+            tmp = Path("/") / JOB_DIR
+            os.chdir(tmp)
             caps.chroot = True
         except OSError as exc:
             caps.notes.append(f"chroot failed: {exc}")
