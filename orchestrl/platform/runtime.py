@@ -10,6 +10,7 @@ import contextlib
 import logging
 import os
 import secrets
+import sys
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,7 +24,9 @@ def quiet_environment(run_dir: Path) -> None:
     # One intra-op thread for the driver's learner (Ray already does this for its workers): with
     # OpenMP's spinning threads, a 2-thread learner next to a busy process ran 10x slower here
     # (mappo demo: 91 vs 933 env steps/s). Export OMP_NUM_THREADS to choose otherwise.
-    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    threads = os.environ.setdefault("OMP_NUM_THREADS", "1")
+    if "torch" in sys.modules:  # imported already (validating a config imports the algorithm)
+        sys.modules["torch"].set_num_threads(int(threads))
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     os.environ.setdefault("MLFLOW_LOGGING_LEVEL", "WARNING")
     os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", str(run_dir.resolve() / "cache" / "torchinductor"))
