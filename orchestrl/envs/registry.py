@@ -128,6 +128,13 @@ ENVS: dict[str, EnvEntry] = {
             default_horizon=1,
             cache_kwarg="data_dir",
         ),
+        EnvEntry(
+            name="matrix_game",
+            factory="orchestrl.envs.matrix.env:MatrixGameEnv",
+            summary="two agents, one move, a shared payoff table; exact counterfactuals (credit tests)",
+            family="matrix",
+            default_horizon=1,
+        ),
     ]
 }
 

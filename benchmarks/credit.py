@@ -1,0 +1,379 @@
+"""Counterfactual credit (LEMON replay, COMA) against IPPO and MAPPO: held-out success vs env steps.
+
+What it runs: ippo, mappo, coma and lemon (``advantage: replay``; only on envs with a
+counterfactual API) with >= 5 seeds each and equal env-step budgets, in-process (no Ray, one torch
+thread), on
+
+- ``orchestration_l2`` / ``orchestration_l3``: the LEMON env at levels 2 and 3 (2 rounds per
+  episode, one shared team reward), trained on the train split, evaluated greedily on the
+  held-out split; metric: held-out success;
+- ``simple_spread``: MPE, N=3, 25-step episodes, ``local_ratio=0`` (one shared team reward for
+  every algorithm); metric: greedy return on fresh episodes, SUMMED over the 3 agents (no success
+  threshold: ``steps_to_0_8`` is null there);
+
+Reported per env: IQM over seeds with a 95% stratified-bootstrap CI (``orchestrl.platform.stats``)
+of the final evaluation, the IQM learning curve with its band, the env steps at which the IQM curve
+first reaches 0.8 (and each seed's), and LEMON's counterfactual cost: extra executions and their
+share of training wall time, next to LEMON's reported +12%.
+
+Run:
+    .venv/bin/python benchmarks/credit.py --quick     # ~5 minutes on 2 shared cores (2 seeds, smoke)
+    .venv/bin/python benchmarks/credit.py             # ~60 minutes (5 seeds, all four envs)
+
+It prints the JSON and writes ``credit.json`` + ``credit.png`` under ``--out``
+(default ``runs/bench/credit``).
+
+Expected: the figures below are measured (see the README / report for the run they come from);
+nothing here is asserted. Quick run, 2 seeds (2026-11-30, 2 shared cores): see the report; in
+budgets this small (hundreds of orchestration env steps, the env runs ~15 env steps/s here) no
+algorithm reaches 0.8 held-out success on the orchestration levels from scratch.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ALGORITHMS = ("ippo", "mappo", "coma", "lemon")
+THRESHOLD = 0.8
+
+
+@dataclass(frozen=True)
+class Bench:
+    """One env of the benchmark and its fixed training settings (the same for every algorithm)."""
+
+    env: str
+    kwargs: dict[str, Any]
+    eval_overrides: dict[str, Any]
+    metric: str
+    """``success`` (the env's info metric; the team return is reported too) or ``return``."""
+    iterations: int
+    batch: int
+    """Env steps per iteration; the budget is ``iterations * batch`` env steps for every algorithm."""
+    eval_every: int
+    eval_episodes: int
+    eval_explore: bool
+    """Evaluate the sampled (True) or the greedy (False) policy."""
+    envs_per_runner: int
+    training: dict[str, Any] = field(default_factory=dict)
+    algo_knobs: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    @property
+    def budget(self) -> int:
+        return self.iterations * self.batch
+
+
+def benches(quick: bool) -> dict[str, Bench]:
+    orch_training = {"lr": 5e-4, "num_epochs": 4, "minibatch_size": 256, "entropy_coeff": 0.01}
+    orch_knobs = {"coma": {"critic_warmup": 1}}
+    spread_training = {"lr": 7e-4, "num_epochs": 5, "minibatch_size": 1000, "entropy_coeff": 0.01}
+    out = {
+        f"orchestration_l{level}": Bench(
+            env="orchestration",
+            kwargs={"level": level},
+            eval_overrides={"split": "heldout"},
+            metric="success",
+            iterations=2 if quick else 10,
+            batch=100,
+            eval_every=1,
+            eval_episodes=10,
+            eval_explore=False,
+            envs_per_runner=4,
+            training=orch_training,
+            algo_knobs=orch_knobs,
+        )
+        for level in ((2,) if quick else (2, 3))
+    }
+    out["simple_spread"] = Bench(
+        env="simple_spread",
+        kwargs={"N": 3, "max_cycles": 25, "local_ratio": 0.0},
+        eval_overrides={},
+        metric="return",
+        iterations=3 if quick else 15,
+        batch=2000,
+        eval_every=1 if quick else 3,
+        eval_episodes=10,
+        eval_explore=True,
+        envs_per_runner=8,
+        training=spread_training,
+        algo_knobs={"coma": {"critic_warmup": 2}},
+    )
+    return out
+
+
+def experiment(bench: Bench, algo: str, seed: int) -> dict[str, Any]:
+    return {
+        "name": f"credit_{bench.env}_{algo}",
+        "seed": seed,
+        "env": {"name": bench.env, "kwargs": dict(bench.kwargs)},
+        "algorithm": {"name": algo, **bench.algo_knobs.get(algo, {})},
+        "model": {"hidden": [64, 64]},
+        "resources": {"env_runners": 0, "envs_per_env_runner": bench.envs_per_runner},
+        "training": {"train_batch_size": bench.batch, **bench.training},
+        "evaluation": {"episodes": bench.eval_episodes, "env_overrides": dict(bench.eval_overrides)},
+    }
+
+
+def sample(runner: Any, steps: int, chunk: int = 64) -> list:
+    """``steps`` env steps in chunks: RLlib 2.60 numpy-fies every finished episode of a ``sample()``
+    call once per env step, quadratic in episodes per call (measured: 400 one-step episodes in one
+    call 2.4 s, in 8 calls 0.5 s)."""
+    episodes, done = [], 0
+    while done < steps:
+        got = runner.sample(num_timesteps=min(chunk, steps - done), explore=True)
+        episodes += got
+        done += sum(len(ep) for ep in got)
+    return episodes
+
+
+def evaluate(bench: Bench, runner: Any, learner: Any) -> dict[str, float]:
+    """Play on the held-out split (the same tasks at every evaluation: each call resets the eval
+    env runner with its seed). Team return = summed over agents."""
+    runner.set_state({"rl_module": learner.module.get_state(inference_only=True)})
+    episodes = runner.sample(num_episodes=bench.eval_episodes, explore=bench.eval_explore)
+    out = {"return": float(np.mean([ep.get_return() for ep in episodes]))}
+    if bench.metric == "success":
+        success = []
+        for ep in episodes:
+            infos = ep.get_infos(-1).values()
+            metrics = next((i["metrics"] for i in infos if isinstance(i, dict) and "metrics" in i), {})
+            success.append(float(metrics.get("success", 0.0)))
+        out["success"] = float(np.mean(success))
+    return out
+
+
+COST_KEYS = {
+    "executions": "executions",
+    "seconds": "time_s",
+    "nodes_run": "nodes_run",
+    "episodes": "episodes",
+}
+
+
+def train_run(bench: Bench, algo: str, seed: int) -> dict[str, Any]:
+    from ray.rllib.env.multi_agent_env_runner import MultiAgentEnvRunner
+
+    from orchestrl.platform.builder import build_ppo_config
+    from orchestrl.platform.config import validate_config
+    from orchestrl.platform.inprocess import InProcessTrainer
+
+    started = time.perf_counter()
+    ppo = build_ppo_config(validate_config(experiment(bench, algo, seed)))
+    trainer = InProcessTrainer(ppo)
+    evaluator = MultiAgentEnvRunner(config=ppo.get_evaluation_config_object())
+    points: list[int] = []
+    curves: dict[str, list[float]] = {}
+    steps, cost = 0, dict.fromkeys(COST_KEYS, 0.0)
+    try:
+        for iteration in range(1, bench.iterations + 1):
+            episodes = sample(trainer.runner, bench.batch)
+            steps += sum(len(ep) for ep in episodes)
+            trainer.learner.update(
+                episodes=episodes,
+                num_epochs=ppo.num_epochs,
+                minibatch_size=ppo.minibatch_size,
+                shuffle_batch_per_epoch=True,
+            )
+            trainer.sync_weights()
+            metrics = trainer.runner.get_metrics()
+            for key, name in COST_KEYS.items():
+                stat = metrics.get(f"env/cf_{name}")
+                cost[key] += float(stat.peek()) if hasattr(stat, "peek") else 0.0
+            if iteration % bench.eval_every == 0 or iteration == bench.iterations:
+                points.append(iteration * bench.batch)
+                for key, value in evaluate(bench, evaluator, trainer.learner).items():
+                    curves.setdefault(key, []).append(value)
+    finally:
+        trainer.stop()
+        evaluator.stop()
+    return {
+        "steps": points,
+        "curves": curves,
+        "env_steps_sampled": steps,
+        "wall_s": time.perf_counter() - started,
+        "cost": cost,
+    }
+
+
+def first_reach(steps: list[int], values: list[float]) -> int | None:
+    return next((s for s, v in zip(steps, values, strict=True) if v >= THRESHOLD), None)
+
+
+def curve_summary(runs: list[dict[str, Any]], key: str) -> dict[str, list[float]]:
+    from orchestrl.platform.stats import curve_band
+
+    band = curve_band([dict(zip(r["steps"], r["curves"][key], strict=True)) for r in runs], seed=0)
+    return {
+        "steps": [p.step for p in band],
+        "iqm": [p.iqm.value for p in band],
+        "low": [p.iqm.low for p in band],
+        "high": [p.iqm.high for p in band],
+    }
+
+
+def summarise(bench: Bench, runs: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+    from orchestrl.platform.stats import aggregate
+
+    success = bench.metric == "success"
+    out: dict[str, Any] = {
+        "metric": "held-out success"
+        if success
+        else "team return of the sampled policy (sum over 3 agents, 25-step episodes)",
+        "budget_env_steps": bench.budget,
+        "seeds": len(next(iter(runs.values()))),
+        "steps_to_0_8": {},
+        "steps_to_0_8_per_seed": {},
+        "final_iqm": {},
+        "ci95": {},
+        "final_per_seed": {},
+        "curves": {},
+        "wall_s_per_run": {},
+    }
+    if success:
+        out.update({"final_iqm_return": {}, "ci95_return": {}, "curves_return": {}})
+    for algo, algo_runs in runs.items():
+        finals = [r["curves"][bench.metric][-1] for r in algo_runs]
+        agg = aggregate(np.asarray(finals)[:, None], seed=0)
+        out["final_iqm"][algo] = agg.iqm.value
+        out["ci95"][algo] = [agg.iqm.low, agg.iqm.high]
+        out["final_per_seed"][algo] = finals
+        out["curves"][algo] = curve_summary(algo_runs, bench.metric)
+        out["wall_s_per_run"][algo] = float(np.mean([r["wall_s"] for r in algo_runs]))
+        if success:
+            curve = out["curves"][algo]
+            out["steps_to_0_8"][algo] = first_reach(curve["steps"], curve["iqm"])
+            out["steps_to_0_8_per_seed"][algo] = [
+                first_reach(r["steps"], r["curves"]["success"]) for r in algo_runs
+            ]
+            returns = aggregate(np.asarray([r["curves"]["return"][-1] for r in algo_runs])[:, None], seed=0)
+            out["final_iqm_return"][algo] = returns.iqm.value
+            out["ci95_return"][algo] = [returns.iqm.low, returns.iqm.high]
+            out["curves_return"][algo] = curve_summary(algo_runs, "return")
+        else:
+            out["steps_to_0_8"][algo] = None
+    if "lemon" in runs:
+        out["lemon_counterfactual_cost"] = lemon_cost(runs["lemon"])
+    return out
+
+
+def lemon_cost(runs: list[dict[str, Any]]) -> dict[str, float]:
+    """LEMON's extra executions and their time, against its own training wall time."""
+    cost = {k: float(np.sum([r["cost"][k] for r in runs])) for k in COST_KEYS}
+    wall = float(np.sum([r["wall_s"] for r in runs]))
+    return {
+        "extra_executions": cost["executions"],
+        "extra_executions_per_episode": cost["executions"] / max(cost["episodes"], 1.0),
+        "nodes_rerun": cost["nodes_run"],
+        "counterfactual_seconds": cost["seconds"],
+        "lemon_wall_seconds": wall,
+        "time_overhead": cost["seconds"] / max(wall - cost["seconds"], 1e-9),
+        "lemon_paper_time_overhead": 0.12,
+    }
+
+
+def plot(results: dict[str, Any], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    panels = []
+    for env, res in results.items():
+        if isinstance(res, dict) and "curves" in res:
+            panels.append((env, res["curves"], res["metric"]))
+            if "curves_return" in res:
+                panels.append((env, res["curves_return"], "held-out team return (sum over agents)"))
+    if not panels:
+        return
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.6), squeeze=False)
+    for ax, (env, curves, metric) in zip(axes[0], panels, strict=True):
+        for algo, c in curves.items():
+            (line,) = ax.plot(c["steps"], c["iqm"], marker="o", ms=3, label=algo)
+            ax.fill_between(c["steps"], c["low"], c["high"], alpha=0.2, color=line.get_color())
+        if metric == "held-out success":
+            ax.axhline(THRESHOLD, ls=":", c="grey", lw=1)
+            ax.set_ylim(-0.05, 1.05)
+        ax.set_title(f"{env} ({results[env]['seeds']} seeds, IQM, 95% CI)", fontsize=9)
+        ax.set_xlabel("env steps")
+        ax.set_ylabel(metric.split(" (")[0], fontsize=8)
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="2 seeds, small budgets (~5 minutes)")
+    parser.add_argument("--seeds", type=int, default=None, help="seeds per algorithm (default 5; quick 2)")
+    parser.add_argument("--envs", nargs="*", default=None, help="subset of envs to run")
+    parser.add_argument("--out", type=Path, default=Path("runs/bench/credit"))
+    args = parser.parse_args(argv)
+
+    import torch
+
+    from orchestrl.envs.registry import get_env
+    from orchestrl.platform.runtime import quiet_environment, silence_noise
+    from orchestrl.policies.lemon.adapters import has_counterfactual_api
+
+    torch.set_num_threads(1)
+    args.out.mkdir(parents=True, exist_ok=True)
+    quiet_environment(args.out)
+    silence_noise(False)
+    seeds = args.seeds or (2 if args.quick else 5)
+    started = time.perf_counter()
+    results: dict[str, Any] = {}
+    for name, bench in benches(args.quick).items():
+        if args.envs and name not in args.envs:
+            continue
+        try:
+            entry = get_env(bench.env)
+            env_class = entry.load()
+        except Exception as exc:
+            results[name] = {"skipped": f"{type(exc).__name__}: {exc}"}
+            continue
+        algos = [a for a in ALGORITHMS if a != "lemon" or has_counterfactual_api(env_class)]
+        runs = {}
+        for algo in algos:
+            runs[algo] = []
+            for seed in range(seeds):
+                run = train_run(bench, algo, seed)
+                runs[algo].append(run)
+                curve = {k: [round(v, 3) for v in vs] for k, vs in run["curves"].items()}
+                print(
+                    f"{name} {algo} seed {seed}: {curve} ({run['wall_s']:.0f} s)", file=sys.stderr, flush=True
+                )
+        results[name] = summarise(bench, runs)
+    try:
+        from orchestrl.envs.orchestration.sandbox import close_shared_pool
+
+        close_shared_pool()
+    except ImportError:
+        pass
+    results["meta"] = {
+        "command": " ".join(
+            ["python", "benchmarks/credit.py", *(argv if argv is not None else sys.argv[1:])]
+        ),
+        "quick": args.quick,
+        "wall_s": time.perf_counter() - started,
+        "cpus": os.cpu_count(),
+        "torch_threads": 1,
+        "trainer": "InProcessTrainer (one env runner + one learner, no Ray)",
+        "steps_to_0_8": "env steps at which the IQM (over seeds) of held-out success first reaches 0.8",
+    }
+    (args.out / "credit.json").write_text(json.dumps(results, indent=2))
+    plot(results, args.out / "credit.png")
+    print(json.dumps(results, indent=2))
+    return results
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,83 @@
+"""COMA's advantage piece: counterfactual-baseline advantages and TD(lambda) critic targets."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+from ray.rllib.core.columns import Columns
+
+from orchestrl.policies.coma.module import Q_VALUES, taken_q
+from orchestrl.policies.counterfactual import CounterfactualAdvantage, numpy, standardize, team_value_targets
+
+
+def coma_advantages(
+    q: torch.Tensor, probs: torch.Tensor, actions: torch.Tensor, logit_lens: list[int]
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """COMA's counterfactual advantage, Foerster et al. 2018, Eq. (4):
+
+        A_i(s, u) = Q(s, u) - sum_{u'_i} pi_i(u'_i | tau_i) Q(s, (u_-i, u'_i))
+
+    ``q``: ``[B, sum(nvec)]`` critic output for the row's agent i (every value of every component
+    of i's action, the others' actions u_-i fixed); ``probs``: pi_i over the same slots;
+    ``actions``: ``[B]`` or ``[B, K]`` taken actions. With the factorised critic
+    Q_i(s,u) = sum_k q_k[u_{i,k}] and pi_i = prod_k pi_{i,k} (see :mod:`.module`) the baseline
+    splits per component:
+
+        A_i = sum_k ( q_k[u_{i,k}] - sum_a pi_{i,k}(a) q_k[a] )
+
+    which for a Discrete action (K = 1) is Eq. (4) verbatim. Returns ``(A_i, Q(s,u))``, both ``[B]``.
+    """
+    q_taken = taken_q(q, actions, logit_lens)
+    baseline = (probs * q).sum(dim=-1)  # = sum_k E_{a ~ pi_k} q_k[a]
+    return q_taken - baseline, q_taken
+
+
+def policy_probs(dist_inputs: torch.Tensor, logit_lens: list[int]) -> torch.Tensor:
+    """pi_i per component (softmax of each component's logits; masked logits get probability 0)."""
+    return torch.cat([torch.softmax(x, dim=-1) for x in torch.split(dist_inputs, logit_lens, dim=-1)], dim=-1)
+
+
+class ComaAdvantage(CounterfactualAdvantage):
+    """Replaces GAE: A_i from the live critic, critic targets = TD(lambda) returns of the TEAM reward
+    bootstrapped with the TARGET critic's Q(s_t, u_t). Actors see zero advantages for the first
+    ``critic_warmup`` updates (the critic learns alone)."""
+
+    def __init__(
+        self,
+        *args: Any,
+        td_lambda: float = 0.8,
+        critic_warmup: int = 0,
+        normalize: bool = True,
+        q_source: str = "critic",
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(*args, **kwargs)
+        self.q_source = q_source
+        self.td_lambda = td_lambda
+        self.critic_warmup = critic_warmup
+        self.normalize = normalize
+
+    def module_advantages(
+        self, module: Any, module_batch: dict[str, Any], mask: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, dict[str, float]]:
+        lens = module.logit_lens
+        actions = module_batch[Columns.ACTIONS]
+        probs = policy_probs(module_batch[Columns.ACTION_DIST_INPUTS].float(), lens)
+        advantages, q_taken = coma_advantages(module.compute_q(module_batch), probs, actions, lens)
+        target_q = taken_q(module.forward_target(module_batch)[Q_VALUES], actions, lens)
+        targets = team_value_targets(numpy(target_q), module_batch, self.gamma, self.td_lambda)
+        advantages = numpy(advantages).astype(np.float32)
+        if self.q_source == "lambda_return":  # G^lambda_t - b_i(s, u_-i): the same baseline, a sampled Q
+            advantages = (targets - (numpy(q_taken) - advantages)).astype(np.float32)
+        warming_up = self.updates < self.critic_warmup
+        stats = {
+            "credit/critic_warmup": float(warming_up),
+            "credit/q_taken_mean": float(numpy(q_taken)[mask].mean()),
+        }
+        if warming_up:
+            return np.zeros_like(advantages), targets, stats
+        if self.normalize:
+            advantages = standardize(advantages, mask, center=False)
+        return advantages, targets, stats

@@ -1,0 +1,31 @@
+"""Small experiments for the credit tests: in-process (no Ray), a few hundred env steps each."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from orchestrl.platform.builder import build_ppo_config
+from orchestrl.platform.config import validate_config
+from orchestrl.platform.inprocess import InProcessTrainer
+
+ONE_AGENT_MATTERS = [[1.0, 1.0], [0.0, 0.0]]
+"""agent_0's row decides the payoff; agent_1's column never does."""
+
+
+def tiny(algo: str, env: str = "matrix_game", *, kwargs: dict | None = None, **sections: Any) -> dict:
+    data: dict[str, Any] = {
+        "name": "credit",
+        "seed": 3,
+        "env": {"name": env, "kwargs": kwargs or {}},
+        "algorithm": {"name": algo},
+        "model": {"hidden": [32, 32]},
+        "resources": {"env_runners": 0, "envs_per_env_runner": 2},
+        "training": {"train_batch_size": 200, "minibatch_size": 100, "num_epochs": 2},
+    }
+    for key, value in sections.items():
+        data[key] = {**data.get(key, {}), **value}
+    return data
+
+
+def trainer(data: dict) -> InProcessTrainer:
+    return InProcessTrainer(build_ppo_config(validate_config(data)))
