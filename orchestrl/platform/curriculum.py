@@ -256,19 +256,13 @@ def run_curriculum(
         client.set_tag(parent_run_id, TAG_TUNE_PATH, tune_path)
         echo(f"curriculum {curriculum.spec.name}: parent run {parent_run_id}, Tune storage {tune_path}")
     summary = CurriculumSummary(curriculum.spec.name, parent_run_id, curriculum.experiment, uri, tune_path)
-    status = "FAILED"
-    try:
+    with tracking.terminated_as(client, parent_run_id) as outcome:
         with ray_session(curriculum.cfg.resources, run_dir, address=address, verbose=verbose):
             _run_stages(curriculum, client, exp_id, summary, uri, echo)
-        status = "KILLED" if summary.interrupted else "FINISHED"
+        outcome.status = "KILLED" if summary.interrupted else "FINISHED"
         if summary.checkpoint and not summary.interrupted:
             client.set_tag(parent_run_id, tracking.TAG_CHECKPOINT, summary.checkpoint)
         return summary
-    except KeyboardInterrupt:
-        status = "KILLED"
-        raise
-    finally:
-        client.set_terminated(parent_run_id, status=status)
 
 
 def _create_parent(client: Any, exp_id: str, curriculum: Curriculum) -> str:

@@ -222,17 +222,11 @@ def run_sweep(
         tune_path = str(run_dir / "tune" / f"{sweep.spec.name}-{parent_run_id[:8]}")
         client.set_tag(parent_run_id, TAG_TUNE_PATH, tune_path)
         echo(f"sweep {sweep.spec.name}: parent run {parent_run_id}, Tune storage {tune_path}")
-    status = "FAILED"
-    try:
+    with tracking.terminated_as(client, parent_run_id) as outcome:
         with ray_session(sweep.cfg.resources, run_dir, address=address, verbose=verbose):
             summary = _fit(sweep, client, exp_id, parent_run_id, tune_path, uri, resume, verbose, callbacks)
-        status = "KILLED" if summary.interrupted else "FINISHED"
+        outcome.status = "KILLED" if summary.interrupted else "FINISHED"
         return summary
-    except KeyboardInterrupt:
-        status = "KILLED"
-        raise
-    finally:
-        client.set_terminated(parent_run_id, status=status)
 
 
 def _create_parent(client: Any, exp_id: str, sweep: Sweep) -> str:

@@ -6,10 +6,12 @@ laptop needs no server; ``--tracking-uri`` / ``MLFLOW_TRACKING_URI`` point at a 
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +51,27 @@ def experiment_id(mlflow_client: Any, name: str, run_dir: Path, uri: str) -> str
         return found.experiment_id
     location = artifact_root(run_dir) if uri.startswith("sqlite:") else None
     return mlflow_client.create_experiment(name, artifact_location=location)
+
+
+@dataclass
+class RunOutcome:
+    """How a run ends; the body of :func:`terminated_as` sets ``status`` once it knows."""
+
+    status: str = "FAILED"
+
+
+@contextlib.contextmanager
+def terminated_as(mlflow_client: Any, run_id: str) -> Iterator[RunOutcome]:
+    """Marks ``run_id`` terminated when the block ends: with the status the block set
+    (``FINISHED``, ``KILLED``), ``KILLED`` on Ctrl-C, ``FAILED`` on any other exception."""
+    outcome = RunOutcome()
+    try:
+        yield outcome
+    except KeyboardInterrupt:
+        outcome.status = "KILLED"
+        raise
+    finally:
+        mlflow_client.set_terminated(run_id, status=outcome.status)
 
 
 def run_tags(kind: str) -> dict[str, str]:

@@ -86,18 +86,12 @@ def train(
     (here / "config.yaml").write_text(cfg.to_yaml())
     mlflow.set_tag(run_id, tracking.TAG_CONFIG, str(here / "config.yaml"))
 
-    status = "FAILED"
-    try:
+    with tracking.terminated_as(mlflow, run_id) as outcome:
         with ray_session(cfg.resources, run_dir, address=address, verbose=verbose):
             summary = _train_loop(cfg, mlflow, run_id, here, start_iter, checkpoint, echo)
         summary.tracking_uri = uri
-        status = "FINISHED"
+        outcome.status = "FINISHED"
         return summary
-    except KeyboardInterrupt:
-        status = "KILLED"
-        raise
-    finally:
-        mlflow.set_terminated(run_id, status=status)
 
 
 def _train_loop(
