@@ -1,32 +1,42 @@
 """Counterfactual credit (LEMON replay, COMA) against IPPO and MAPPO: held-out success vs env steps.
 
 What it runs: ippo, mappo, coma and lemon (``advantage: replay``; only on envs with a
-counterfactual API) with >= 5 seeds each and equal env-step budgets, in-process (no Ray, one torch
-thread), on
+counterfactual API) with 5 seeds each and equal env-step budgets, in-process (InProcessTrainer, no
+Ray, one torch thread), on
 
-- ``orchestration_l2`` / ``orchestration_l3``: the LEMON env at levels 2 and 3 (2 rounds per
-  episode, one shared team reward), trained on the train split, evaluated greedily on the
-  held-out split; metric: held-out success;
+- ``orchestration_l2`` / ``orchestration_l3``: the LEMON env at levels 2 (3 agents) and 3
+  (5 agents), 2 rounds per episode, one shared team reward; trained on the train split, the greedy
+  policy evaluated every 100 env steps on 10 held-out tasks; budget 1,000 env steps;
+  metric: held-out success (the held-out team return, summed over agents, is reported too);
 - ``simple_spread``: MPE, N=3, 25-step episodes, ``local_ratio=0`` (one shared team reward for
-  every algorithm); metric: greedy return on fresh episodes, SUMMED over the 3 agents (no success
-  threshold: ``steps_to_0_8`` is null there);
+  every algorithm); budget 30,000 env steps; metric: team return of the sampled policy on 10
+  fresh episodes, SUMMED over the 3 agents (no success threshold: ``steps_to_0_8`` is null).
 
-Reported per env: IQM over seeds with a 95% stratified-bootstrap CI (``orchestrl.platform.stats``)
-of the final evaluation, the IQM learning curve with its band, the env steps at which the IQM curve
-first reaches 0.8 (and each seed's), and LEMON's counterfactual cost: extra executions and their
-share of training wall time, next to LEMON's reported +12%.
+Reported per env (JSON keyed by env name): ``final_iqm`` / ``ci95`` (IQM over seeds of the last
+evaluation, 95% stratified-bootstrap CI, ``orchestrl.platform.stats``), ``steps_to_0_8`` (env steps
+at which the IQM curve first reaches 0.8, null if never) and per seed, the IQM curves with their
+bands, and ``lemon_counterfactual_cost``: extra executions, node re-runs and their wall time
+against the rest of LEMON's training time, next to LEMON's reported +12%.
 
 Run:
-    .venv/bin/python benchmarks/credit.py --quick     # ~5 minutes on 2 shared cores (2 seeds, smoke)
-    .venv/bin/python benchmarks/credit.py             # ~60 minutes (5 seeds, all four envs)
-
+    .venv/bin/python benchmarks/credit.py --quick     # 2 seeds, level 2 + simple_spread, smoke only
+    .venv/bin/python benchmarks/credit.py             # the full benchmark
 It prints the JSON and writes ``credit.json`` + ``credit.png`` under ``--out``
 (default ``runs/bench/credit``).
 
-Expected: the figures below are measured (see the README / report for the run they come from);
-nothing here is asserted. Quick run, 2 seeds (2026-11-30, 2 shared cores): see the report; in
-budgets this small (hundreds of orchestration env steps, the env runs ~15 env steps/s here) no
-algorithm reaches 0.8 held-out success on the orchestration levels from scratch.
+Expected (measured, 2026-11-30, 2 cores shared with other jobs; full run 19 min on a quiet machine,
+59 min under load average 8-14; ``--quick`` 51 s quiet, 3.5 min loaded):
+
+- no algorithm reaches 0.8 held-out success on either orchestration level in 1,000 env steps
+  from scratch (final success IQM 0.00 for all four; ``steps_to_0_8`` null);
+- orchestration level 3, held-out team return IQM [95% CI]: lemon 0.36 [0.29, 0.42], mappo -0.23
+  [-0.90, 0.39], coma -0.76 [-1.31, -0.02], ippo -0.89 [-1.34, 0.04] (the loaded run: lemon 0.33,
+  mappo -0.36, coma -0.40, ippo -0.75); level 2: all four between 0.28 and 0.46, overlapping;
+- simple_spread, sampled-policy team return IQM: ippo -145.9 [-152.6, -135.0], mappo -149.0
+  [-162.6, -133.8], coma -166.4 [-210.2, -140.4] (coma trails mappo, intervals overlap);
+- LEMON's counterfactual cost: 2.9 (level 2) and 4.6 (level 3) extra spec executions per episode,
+  about 0.5 nodes actually re-run per execution thanks to the node cache, and 11.8% / 9.5% extra
+  wall time over the rest of LEMON's runs (sampling, learning, evaluation; LEMON reports +12%).
 """
 
 from __future__ import annotations
