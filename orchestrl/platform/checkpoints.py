@@ -26,7 +26,3 @@ def save_checkpoint(algo: Any, checkpoints_dir: Path, iteration: int) -> str:
     algo.save_to_path(str(path))
     return str(path)
 
-
-def latest_checkpoint(checkpoints_dir: Path) -> Path | None:
-    found = sorted(checkpoints_dir.glob("iter_*"))
-    return found[-1] if found else None

@@ -40,9 +40,10 @@ from ray.rllib.core.rl_module.apis import TargetNetworkAPI, ValueFunctionAPI
 from ray.rllib.evaluation.postprocessing import Postprocessing
 from ray.rllib.utils.postprocessing.value_predictions import compute_value_targets
 
-from orchestrl.envs.spaces import OBS_KEY
 from orchestrl.platform.callbacks import OrchestrlCallbacks
 from orchestrl.policies.actor_critic import GLOBAL_STATE, action_logit_lens, flat_obs_dim
+from orchestrl.policies.mappo.connector import agent_state_rows, stacked_observations
+from orchestrl.policies.mappo.connector import global_state_dim as mappo_state_dim
 from orchestrl.policies.modules import with_actor_critic_modules
 
 if TYPE_CHECKING:
@@ -173,10 +174,10 @@ class AddCreditColumns(ConnectorV2):
             self._add(batch, TEAM_REWARD, joint.team_reward, sa)
             self._add(batch, AGENT_INDEX, np.full(n, idx, dtype=np.int64), sa)
             if self.with_state:
-                own = np.repeat(np.eye(len(self.agents), dtype=np.float32)[idx][None], n, axis=0)
-                t = (sa.t_started + np.arange(n, dtype=np.float32)) / self.horizon
-                state = np.concatenate([joint.observations, own, t[:, None]], axis=1)
-                self._add(batch, GLOBAL_STATE, state.astype(np.float32), sa)
+                state = agent_state_rows(
+                    joint.observations, idx, len(self.agents), sa.t_started, self.horizon
+                )
+                self._add(batch, GLOBAL_STATE, state, sa)
             if self.with_others_actions:
                 others = np.concatenate([joint.actions[a] for a in self.agents], axis=1)
                 others[:, self._slices[aid]] = 0.0
@@ -210,12 +211,7 @@ class AddCreditColumns(ConnectorV2):
         rewards = np.stack([np.asarray(sa.get_rewards(slice(0, n)), np.float32) for sa in episodes.values()])
         observations = None
         if self.with_state:
-            per_agent = []
-            for sa in episodes.values():
-                obs = sa.get_observations(slice(0, n))
-                obs = obs[OBS_KEY] if isinstance(obs, dict) else obs
-                per_agent.append(np.asarray(obs, dtype=np.float32).reshape(n, -1))
-            observations = np.concatenate(per_agent, axis=1)
+            observations = stacked_observations(list(episodes.values()), n)
         actions = {}
         if self.with_others_actions:
             actions = {
@@ -448,7 +444,7 @@ class CounterfactualPPOLearner(PPOTorchLearner):
 # -- configuring an experiment ------------------------------------------------------------------------
 def global_state_dim(env: EnvInfo) -> int:
     """MAPPO's layout: all observations + one-hot agent id + t/T."""
-    return sum(flat_obs_dim(env.observation_spaces[a]) for a in env.agents) + len(env.agents) + 1
+    return mappo_state_dim([flat_obs_dim(env.observation_spaces[a]) for a in env.agents])
 
 
 def joint_action_dim(env: EnvInfo) -> int:

@@ -32,6 +32,24 @@ def global_state_dim(obs_dims: Sequence[int]) -> int:
     return int(sum(obs_dims)) + len(obs_dims) + 1
 
 
+def stacked_observations(agent_episodes: Sequence[Any], n: int) -> np.ndarray:
+    """The first ``n`` policy-visible observations of each agent episode, side by side."""
+    per_agent = []
+    for sa in agent_episodes:
+        obs = sa.get_observations(slice(0, n))
+        obs = obs[OBS_KEY] if isinstance(obs, dict) else obs
+        per_agent.append(np.asarray(obs, dtype=np.float32).reshape(n, -1))
+    return np.concatenate(per_agent, axis=1)
+
+
+def agent_state_rows(joint: np.ndarray, own: int, n_agents: int, t_started: int, horizon: int) -> np.ndarray:
+    """``s_i(t) = [o_1(t)..o_N(t), onehot(i), t/T]`` for the rows of one agent episode."""
+    n = joint.shape[0]
+    own_id = np.repeat(np.eye(n_agents, dtype=np.float32)[own][None], n, axis=0)
+    t = (t_started + np.arange(n, dtype=np.float32)) / max(int(horizon), 1)
+    return np.concatenate([joint, own_id, t[:, None]], axis=1).astype(np.float32)
+
+
 class AddGlobalState(ConnectorV2):
     """Adds ``global_state`` rows aligned one-to-one with each agent's observation rows.
 
@@ -43,7 +61,6 @@ class AddGlobalState(ConnectorV2):
         super().__init__(*args, **kwargs)
         self.agent_order = list(agent_order)
         self.horizon = max(int(horizon), 1)
-        self._onehot = np.eye(len(self.agent_order), dtype=np.float32)
 
     def __call__(
         self,
@@ -62,27 +79,26 @@ class AddGlobalState(ConnectorV2):
             for aid in ma_episode.agent_ids:
                 sa_episode = ma_episode.agent_episodes[aid]
                 n = len(sa_episode)
-                t = (sa_episode.t_started + np.arange(n, dtype=np.float32)) / self.horizon
-                own_id = np.repeat(self._onehot[self.agent_order.index(aid)][None], n, axis=0)
-                state = np.concatenate([joint, own_id, t[:, None]], axis=1).astype(np.float32)
+                own = self.agent_order.index(aid)
+                state = agent_state_rows(
+                    joint, own, len(self.agent_order), sa_episode.t_started, self.horizon
+                )
                 self.add_n_batch_items(
                     batch, GLOBAL_STATE, state, num_items=n, single_agent_episode=sa_episode
                 )
         return batch
 
     def _joint_observations(self, ma_episode: MultiAgentEpisode) -> np.ndarray:
-        per_agent = []
+        episodes = []
         for aid in self.agent_order:
             sa = ma_episode.agent_episodes.get(aid)
             if sa is None:
                 raise NotSimultaneousError(f"agent {aid} is missing from an episode chunk")
-            obs = sa.get_observations(slice(0, len(sa)))
-            obs = obs[OBS_KEY] if isinstance(obs, dict) else obs
-            per_agent.append(np.asarray(obs, dtype=np.float32).reshape(len(sa), -1))
-        lengths = {len(o) for o in per_agent}
+            episodes.append(sa)
+        lengths = {len(sa) for sa in episodes}
         if len(lengths) != 1:
             raise NotSimultaneousError(
                 f"agents have different step counts {sorted(lengths)} in one episode chunk: "
                 "a centralised critic needs every agent to act at every step"
             )
-        return np.concatenate(per_agent, axis=1)
+        return stacked_observations(episodes, lengths.pop())
