@@ -25,4 +25,3 @@ def save_checkpoint(algo: Any, checkpoints_dir: Path, iteration: int) -> str:
     path = checkpoints_dir.resolve() / f"iter_{iteration:06d}"
     algo.save_to_path(str(path))
     return str(path)
-

@@ -559,4 +559,22 @@ def summary_text(summary: CurriculumSummary) -> str:
         f"tracking URI: {summary.tracking_uri}",
         f"report: orchestrl report {summary.parent_run_id}",
     ]
+    best = _best_episode_text(summary.checkpoint)
+    if best:
+        lines += ["", best]
     return "\n".join(lines)
+
+
+def _best_episode_text(checkpoint: str | None) -> str | None:
+    """The last stage's best episode (what its env handed over: LEMON's spec.yaml), if any."""
+    from orchestrl.platform.trainable import BEST_EPISODE_DIR
+
+    # the trainable saves <checkpoint dir>/algorithm (the summary's checkpoint) and, next to it,
+    # <checkpoint dir>/best_episode
+    folder = Path(checkpoint).parent / BEST_EPISODE_DIR if checkpoint else None
+    spec = folder / "spec.yaml" if folder else None
+    if spec is None or not spec.is_file():
+        return None
+    score_file = folder / "best_episode_score.txt"
+    score = f" (score {float(score_file.read_text()):.3f})" if score_file.is_file() else ""
+    return f"best spec of the last stage{score}, {spec}:\n{spec.read_text().rstrip()}"

@@ -164,6 +164,7 @@ class StageReporter(CLIReporter):
         self.budget = budget
         self.started = time.time()
         self._last = ""
+        self._seen = float("nan")
 
     def setup(self, *args: Any, **kwargs: Any) -> None:
         super().setup(*args, **kwargs)
@@ -174,7 +175,7 @@ class StageReporter(CLIReporter):
         parts = [self.line_prefix, f"iter {result.get('training_iteration', 0)}"]
         metric = self.rule.get("metric")
         if metric:
-            value = result.get(metric, float("nan"))
+            value = self._seen = result.get(metric, self._seen)  # held-out metrics come every few iterations
             parts.append(
                 f"{metric} {fmt_value(value)} (promote at >= {self.rule['threshold']:g} "
                 f"x{self.rule.get('consecutive', 1)}, streak {int(result.get('promotion_streak', 0))})"

@@ -17,7 +17,6 @@ checkpoint left off.
 from __future__ import annotations
 
 import json
-import math
 import time
 from pathlib import Path
 from typing import Any
@@ -132,11 +131,16 @@ class ExperimentTrainable(tune.Trainable):
         return result
 
     def _promotion(self, metrics: dict[str, float]) -> str | None:
-        """Counts consecutive iterations at or above the promotion threshold."""
+        """Counts consecutive iterations at or above the promotion threshold. An iteration that
+        does not report the metric (a held-out metric between evaluations) neither counts nor
+        breaks the streak."""
         rule = self.promotion
         if not rule or not rule.get("metric"):
             return None
-        value = metrics.get(rule["metric"], -math.inf)
+        if rule["metric"] not in metrics:
+            metrics[STREAK] = float(self.streak)
+            return None
+        value = metrics[rule["metric"]]
         self.streak = self.streak + 1 if value >= rule["threshold"] else 0
         metrics[STREAK] = float(self.streak)
         if self.streak >= int(rule.get("consecutive", 1)):

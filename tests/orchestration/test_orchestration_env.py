@@ -175,6 +175,32 @@ def test_reset_seed_picks_the_task_deterministically() -> None:
     assert a.task.key.seed == 9 and a.reset(seed=10)[0] is not None and a.task.key.seed == 10
 
 
+def test_a_task_pool_bounds_the_training_tasks_and_is_validated() -> None:
+    env = OrchestrationEnv(level=1, task_pool=3)
+    env.reset(seed=0)
+    seen = set()
+    for _ in range(30):
+        env.reset()
+        seen.add(env.task.key.seed)
+    assert seen <= {0, 1, 2} and len(seen) > 1
+    with pytest.raises(ValueError, match="task_pool"):
+        OrchestrationEnv(level=1, task_pool=-1)
+
+
+def test_each_reproduced_reference_stage_earns_process_credit_even_under_a_wrong_output() -> None:
+    env = OrchestrationEnv(level=2, rounds=1)
+    weight, stages = env.reward_config.process_weight, LEVELS[2].stages[0]
+    env.reset(seed=3)
+    expert = env.expert_actions()
+    env.step(expert)
+    full = env.last_score
+    assert full.success == 1.0 and full.r_process == pytest.approx(weight)
+    env.reset(seed=3)
+    env.step({**expert, env.possible_agents[-1]: np.zeros(5, dtype=np.int64)})  # output node idle
+    partial = env.last_score
+    assert partial.success == 0.0 and partial.r_process == pytest.approx(weight * (stages - 1) / stages)
+
+
 def test_the_registry_builds_the_env_and_names_unknown_kwargs() -> None:
     env = make_env("orchestration", level=2, rounds=1, reward_schedule=0.5)
     assert isinstance(env, OrchestrationEnv) and env.rounds == 1 and env.reward_config.schedule == 0.5

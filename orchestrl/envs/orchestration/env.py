@@ -71,7 +71,10 @@ class OrchestrationEnv(ParallelEnv):
     final-heavy; see :mod:`.reward`); ``sandbox_workers`` (minimum size of the process-wide pool);
     ``job_cpu_s`` / ``job_wall_s`` (limits per execution); ``cache_mb`` (node cache size);
     ``layout_level`` (build observation and action spaces the size of that level's, with the extra
-    entries masked, so one policy carries across a curriculum of levels)."""
+    entries masked, so one policy carries across a curriculum of levels); ``task_pool`` (draw
+    unseeded resets from the split's first ``task_pool`` task seeds, 0 = from all of them: a finite
+    training set whose generated tasks and node outputs stay cached, so sampling is several times
+    faster; held-out evaluation normally keeps 0)."""
 
     metadata: ClassVar[dict[str, Any]] = {
         "name": "orchestration_v0",
@@ -90,6 +93,7 @@ class OrchestrationEnv(ParallelEnv):
         job_wall_s: float = 5.0,
         cache_mb: float = 64.0,
         layout_level: int | None = None,
+        task_pool: int = 0,
         render_mode: str | None = None,
     ) -> None:
         if level not in LEVELS:
@@ -98,6 +102,9 @@ class OrchestrationEnv(ParallelEnv):
             raise ValueError(f"split must be 'train' or 'heldout', not {split!r}")
         if int(rounds) < 1:
             raise ValueError("rounds must be at least 1")
+        if not 0 <= int(task_pool) <= HELDOUT_OFFSET:
+            raise ValueError(f"task_pool must be in [0, {HELDOUT_OFFSET}], not {task_pool!r}")
+        self.task_pool = int(task_pool)
         self.level = int(level)
         self.rounds = int(rounds)
         self.split = split
@@ -157,7 +164,7 @@ class OrchestrationEnv(ParallelEnv):
             self._rng = np.random.default_rng(seed)
             task_seed = int(seed)
         else:
-            task_seed = int(self._rng.integers(0, HELDOUT_OFFSET))
+            task_seed = int(self._rng.integers(0, self.task_pool or HELDOUT_OFFSET))
         if options and "task_seed" in options:
             task_seed = int(options["task_seed"])
         self._task = generate_task(self.level, self.split, task_seed)
@@ -308,12 +315,17 @@ class OrchestrationEnv(ParallelEnv):
         key = (task.key.level, task.key.split, task.key.seed)
         scorer = self._scorers.get(key)
         if scorer is None:
-            assert task.target is not None
+            assert task.target is not None and task.reference is not None
+            reference = self._execution().execute(task, task.reference)
             scorer = Scorer(
-                TargetIndex(task.target), task.reference_work, self.layout.agents, self.reward_config
+                TargetIndex(task.target),
+                task.reference_work,
+                self.layout.agents,
+                self.reward_config,
+                reference_outputs=frozenset(n.output_hash for n in reference.nodes.values() if n.output_hash),
             )
-            if len(self._scorers) > 64:
-                self._scorers.clear()
+            if len(self._scorers) >= 256:
+                self._scorers.pop(next(iter(self._scorers)))
             self._scorers[key] = scorer
         return scorer
 

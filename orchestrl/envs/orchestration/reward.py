@@ -9,8 +9,13 @@ Terms, each reported separately:
   unneeded large capacity or an extra node costs.
 - ``r_graph``: ``-graph * (nodes + edges) / (3 * agents)`` (a full graph of the level costs
   ``graph``).
-- ``r_process``: dense shaping, the mean over nodes of how close each node's output schema is to
-  the target's (column Jaccard, 0 for failed nodes), weighted ``process * (1 - schedule)``.
+- ``r_process``: dense shaping, weighted ``process * (1 - schedule)``: the share of the hidden
+  reference's stages whose output some node reproduces exactly (same output hash), so every
+  correct node earns credit the moment it is right, even while a later node is still wrong.
+  (A mean of per-node schema similarity, the first version, paid a team for leaving upstream
+  nodes idle: a lone final stage reading the raw source matched the target's schema best. It
+  stays each agent's ``schema_match`` feedback, ``Score.node_progress``, and the fallback of a
+  scorer given no reference outputs.)
 - ``r_penalty``: ``-penalty[kind] * (1 - 0.75 * schedule)`` for the worst failure (invalid spec,
   exception, timeout, limit breach, sandbox violation).
 
@@ -98,8 +103,10 @@ class Scorer:
         agents: int,
         config: RewardConfig,
         memoise: bool = True,
+        reference_outputs: frozenset[str] = frozenset(),
     ) -> None:
         self.target = target
+        self.reference_outputs = reference_outputs  # output hashes of the reference's stages
         self.reference_work = reference_work
         self.agents = agents
         self.config = config
@@ -131,8 +138,15 @@ class Scorer:
             n.node_id: schema_progress(n.columns, self.target.columns) if n.status == "ok" else 0.0
             for n in execution.nodes.values()
         }
-        process = c.process_weight * (sum(progress.values()) / len(progress) if progress else 0.0)
+        process = c.process_weight * self._process(execution, progress)
         kinds = [k for k in execution.error_kinds if k != "upstream"] + (["protocol"] if broken else [])
         failure = max(kinds, key=lambda k: c.penalties.get(k, 0.25)) if kinds else None
         penalty = -c.penalties.get(failure, 0.25) * c.penalty_scale if failure else 0.0
         return Score(success, match.credit, efficiency, graph, process, penalty, work, failure, progress)
+
+    def _process(self, execution: Execution, progress: Mapping[str, float]) -> float:
+        """Share of reference stages reproduced (module docstring); schema mean without them."""
+        if not self.reference_outputs:
+            return sum(progress.values()) / len(progress) if progress else 0.0
+        produced = {n.output_hash for n in execution.nodes.values() if n.status == "ok"}
+        return len(self.reference_outputs & produced) / len(self.reference_outputs)
