@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
+from credit_helpers import tiny, trainer
 
 from orchestrl.policies.lemon.adapters import as_counterfactual_env, has_counterfactual_api
 from orchestrl.policies.lemon.protocol import EDIT_FAMILIES, Edit, EditFamily, EditNotApplicable
@@ -59,3 +61,20 @@ def test_adapter_deltas_equal_the_envs_own_counterfactuals(finished_env) -> None
             seen.add(EditFamily.DROP_EDGE)
     assert len(seen) >= 2
     assert set(seen) <= set(EDIT_FAMILIES)
+
+
+@pytest.mark.parametrize("algo", ["mappo", "coma", "lemon"])
+def test_centralised_learners_read_the_dict_observations_of_list_episodes(algo: str) -> None:
+    """Env runners return list episodes (``episodes_to_numpy=False``): the joint-state pieces must
+    batch each step's observation dict themselves."""
+    data = tiny(algo, "orchestration", kwargs={"level": 1, "rounds": 2, "task_pool": 4})
+    data["training"] = {"train_batch_size": 40, "minibatch_size": 40, "num_epochs": 1}
+    run = trainer(data)
+    try:
+        results = run.step()
+        losses = [
+            float(v["total_loss"]) for v in results.values() if isinstance(v, dict) and "total_loss" in v
+        ]
+        assert losses and all(np.isfinite(losses))
+    finally:
+        run.stop()

@@ -37,7 +37,10 @@ def stacked_observations(agent_episodes: Sequence[Any], n: int) -> np.ndarray:
     per_agent = []
     for sa in agent_episodes:
         obs = sa.get_observations(slice(0, n))
-        obs = obs[OBS_KEY] if isinstance(obs, dict) else obs
+        if isinstance(obs, dict):  # a numpy-ized episode: one array per key
+            obs = obs[OBS_KEY]
+        elif len(obs) and isinstance(obs[0], dict):  # a list episode (episodes_to_numpy=False)
+            obs = [o[OBS_KEY] for o in obs]
         per_agent.append(np.asarray(obs, dtype=np.float32).reshape(n, -1))
     return np.concatenate(per_agent, axis=1)
 
