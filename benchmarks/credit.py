@@ -24,7 +24,8 @@ Run:
 It prints the JSON and writes ``credit.json`` + ``credit.png`` under ``--out``
 (default ``runs/bench/credit``).
 
-Expected (measured, 2026-11-30, 2 cores shared with other jobs; full run 19 min on a quiet machine,
+Expected (measured, 2026-11-30, before the stage-wise process reward and task_pool of the LEMON env
+landed; 2 cores shared with other jobs; full run 19 min on a quiet machine,
 59 min under load average 8-14; ``--quick`` 51 s quiet, 3.5 min loaded):
 
 - no algorithm reaches 0.8 held-out success on either orchestration level in 1,000 env steps
