@@ -174,7 +174,7 @@ def generate_task(level: int, split: str, seed: int) -> Task:
     return _generate(int(level), split, int(seed) % HELDOUT_OFFSET)
 
 
-@functools.lru_cache(maxsize=2048)  # ~130 KB a task: room for a training task_pool
+@functools.lru_cache(maxsize=1024)  # ~130 KB a task: room for the configs' task_pool: 1000
 def _generate(level: int, split: str, seed: int) -> Task:
     config = LEVELS[level]
     base = seed + (HELDOUT_OFFSET if split == "heldout" else 0)
