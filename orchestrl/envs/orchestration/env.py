@@ -36,7 +36,7 @@ from orchestrl.envs.orchestration.reward import RewardConfig, Score, Scorer
 from orchestrl.envs.orchestration.sandbox import SandboxPool, shared_pool
 from orchestrl.envs.orchestration.spec import OrchestrationSpec, SpecError, parse_spec
 from orchestrl.envs.orchestration.tables import TargetIndex
-from orchestrl.envs.orchestration.tasks import HELDOUT_OFFSET, LEVELS, Task, generate_task
+from orchestrl.envs.orchestration.tasks import HELDOUT_OFFSET, LEVELS, TASK_CACHE, Task, generate_task
 from orchestrl.envs.spaces import MASK_KEY, OBS_KEY
 
 
@@ -324,7 +324,7 @@ class OrchestrationEnv(ParallelEnv):
                 self.reward_config,
                 reference_outputs=frozenset(n.output_hash for n in reference.nodes.values() if n.output_hash),
             )
-            if len(self._scorers) >= 256:
+            if len(self._scorers) >= TASK_CACHE:
                 self._scorers.pop(next(iter(self._scorers)))
             self._scorers[key] = scorer
         return scorer

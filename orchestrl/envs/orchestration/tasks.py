@@ -165,6 +165,11 @@ class Task:
         return out
 
 
+TASK_CACHE = 1024
+"""Tasks a process keeps (~130 KB each): room for the configs' ``task_pool: 1000``. Per-task
+caches elsewhere (the env's scorers) use the same size, so a cached task keeps its scorer."""
+
+
 def generate_task(level: int, split: str, seed: int) -> Task:
     """The task for ``(level, split, seed)``; deterministic, cached per process."""
     if split not in ("train", "heldout"):
@@ -174,7 +179,7 @@ def generate_task(level: int, split: str, seed: int) -> Task:
     return _generate(int(level), split, int(seed) % HELDOUT_OFFSET)
 
 
-@functools.lru_cache(maxsize=1024)  # ~130 KB a task: room for the configs' task_pool: 1000
+@functools.lru_cache(maxsize=TASK_CACHE)
 def _generate(level: int, split: str, seed: int) -> Task:
     config = LEVELS[level]
     base = seed + (HELDOUT_OFFSET if split == "heldout" else 0)
