@@ -83,12 +83,20 @@ def test_auxiliary_reward_loss_decreases(experiment) -> None:
     ("env", "knobs"),
     [
         ("text2sql", {"messages": "continuous", "aux_coeff": 0.5}),
+        ("text2sql", {"word_vectors": True, "observe": "inputs"}),
         ("text2sql", {"messages": "discrete", "objective": "reinforce"}),
         ("simple_speaker_listener", {"messages": "none"}),
         ("simple_speaker_listener", {"monolithic": True}),
         ("orchestration", {"messages": "discrete", "bc_epochs": 1, "bc_samples": 32}),
     ],
-    ids=["t2s-continuous-ppo", "t2s-discrete-reinforce", "mpe-cut", "mpe-monolithic", "orchestration-bc"],
+    ids=[
+        "t2s-continuous-ppo",
+        "t2s-word-vectors-inputs",
+        "t2s-discrete-reinforce",
+        "mpe-cut",
+        "mpe-monolithic",
+        "orchestration-bc",
+    ],
 )
 def test_two_training_iterations_in_process(experiment, env: str, knobs: dict) -> None:
     import ray

@@ -110,3 +110,8 @@ def test_with_observe_inputs_a_later_agent_knows_the_task_only_from_messages() -
     assert changed_nodes(model, "c") == set()  # c's own observation does not enter its state
     assert changed_nodes(model, "a") == {"a", "h1.0", "h1.1", "c"}
     assert changed_nodes(net("none", observe="inputs"), "a") == {"a"}
+    # Nor do c's action heads look the task up in it (its flat observation offers no pointer rows).
+    obs = observations()
+    before = model(obs).env_logits
+    obs["c"] = obs["c"] * 3
+    assert torch.equal(model(obs).env_logits, before)

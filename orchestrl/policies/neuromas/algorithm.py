@@ -73,6 +73,9 @@ class NeuromasConfig(BaseModel):
     encoder: Literal["auto", "mlp", "text2sql"] = "auto"
     """auto: the text encoder for text2sql, an MLP for flat observations."""
     text_layers: int = Field(2, ge=0)
+    word_vectors: bool = False
+    """Text2SQL: add frozen all-MiniLM-L6-v2 word vectors to the learned token embeddings, so words
+    that never occur in training (held-out phrasings) are read by their meaning."""
 
     # -- training ----------------------------------------------------------------------------------
     objective: Literal["ppo", "reinforce"] = "ppo"
@@ -119,10 +122,14 @@ def module_model_config(cfg: ExperimentConfig, knobs: NeuromasConfig, env: EnvIn
         encoder = "text2sql" if cfg.env.name == "text2sql" else "mlp"
     if encoder == "text2sql" and cfg.env.name != "text2sql":
         raise ConfigError(f"algorithm.encoder: text2sql reads the text2sql layout, not env '{cfg.env.name}'")
+    if knobs.word_vectors and encoder != "text2sql":
+        raise ConfigError(f"algorithm.word_vectors: only the text2sql encoder reads words, not '{encoder}'")
     if encoder == "text2sql" and cfg.env.agent_id_in_obs:
         raise ConfigError(
             "env.agent_id_in_obs: the text2sql encoder reads the raw layout; node embeddings say who is who"
         )
+    # The pretrained word-vector table is cached beside the experiment's text2sql databases.
+    word_vectors_dir = str(Path(cfg.run_dir).resolve() / "cache" / "text2sql") if knobs.word_vectors else None
     try:
         nvecs = {a: list(agent_nvec(env.action_spaces[a], a)) for a in agents}
     except ValueError as err:
@@ -144,6 +151,7 @@ def module_model_config(cfg: ExperimentConfig, knobs: NeuromasConfig, env: EnvIn
         "adapter_rank": knobs.adapter_rank,
         "encoder": encoder,
         "text_layers": knobs.text_layers,
+        "word_vectors": word_vectors_dir,
         "observe": knobs.observe,
         "aux_head": knobs.aux_coeff > 0,
     }

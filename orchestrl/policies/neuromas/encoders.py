@@ -14,6 +14,10 @@ node attends over its agents' tokens, and a *pointer* action component scores a 
 Words the model never trained on must not steer it: token embeddings start at zero, so an unseen
 word (a held-out phrasing, a new schema's name) is a neutral "unknown" token, and behaviour cloning
 drops known words to zero at random (``token_dropout``) so the policy learns to read around them.
+With ``word_vectors`` (the directory their table is cached in) each token also carries a learned
+projection of its frozen pretrained vector (:mod:`orchestrl.envs.text2sql.word_vectors`), which
+dropout never touches: a word whose learned embedding is missing (dropped in training, never seen
+at test time) is read by its meaning.
 """
 
 from __future__ import annotations
@@ -104,10 +108,18 @@ class RelationBlock(nn.Module):
 class Text2SQLEncoder(nn.Module):
     """Question, table and column rows -> contextual row encodings (B, Q + NT + NC, dim)."""
 
-    def __init__(self, dim: int, heads: int = 4, layers: int = 2) -> None:
+    def __init__(self, dim: int, heads: int = 4, layers: int = 2, word_vectors: str | None = None) -> None:
         super().__init__()
         self.embed = nn.Embedding(t2s_obs.VOCAB_SIZE, dim, padding_idx=0)
         nn.init.zeros_(self.embed.weight)  # unseen words stay at 0: a neutral "unknown"
+        self.word_vectors = word_vectors is not None
+        if word_vectors is not None:
+            from orchestrl.envs.text2sql.word_vectors import vocabulary_vectors
+
+            table = torch.as_tensor(vocabulary_vectors(word_vectors))
+            # Not part of the state: rebuilt from the pinned model, so weight syncs stay small.
+            self.register_buffer("pretrained", table, persistent=False)
+            self.pretrained_proj = nn.Linear(table.shape[1], dim, bias=False)
         self.position = nn.Parameter(torch.randn(Q, dim) * 0.02)
         self.segment = nn.Parameter(torch.randn(3, dim) * 0.02)
         self.question_features = nn.Linear(t2s_obs.QUESTION_FEATURES + 2, dim)
@@ -134,6 +146,8 @@ class Text2SQLEncoder(nn.Module):
         if token_dropout > 0:
             keep = torch.rand(ids.shape, device=ids.device) >= token_dropout
             emb = emb * keep[..., None]
+        if self.word_vectors:
+            emb = emb + self.pretrained_proj(self.pretrained[ids])
         return emb
 
     def forward(self, obs: torch.Tensor, token_dropout: float = 0.0) -> Encoded:
@@ -212,11 +226,13 @@ class Text2SQLEncoder(nn.Module):
         return rel
 
 
-def make_encoder(kind: str, obs_dim: int, dim: int, heads: int, text_layers: int) -> nn.Module:
+def make_encoder(
+    kind: str, obs_dim: int, dim: int, heads: int, text_layers: int, word_vectors: str | None = None
+) -> nn.Module:
     if kind == "mlp":
         return MlpEncoder(obs_dim, dim)
     if kind == "text2sql":
         if obs_dim != t2s_obs.OBS_DIM:
             raise ValueError(f"the text2sql encoder reads {t2s_obs.OBS_DIM} values, the env gives {obs_dim}")
-        return Text2SQLEncoder(dim, heads, text_layers)
+        return Text2SQLEncoder(dim, heads, text_layers, word_vectors)
     raise ValueError(f"unknown encoder '{kind}'")

@@ -77,6 +77,7 @@ class NeuromasModule(TorchRLModule, ValueFunctionAPI, InferenceOnlyAPI):
             adapter_rank=int(cfg["adapter_rank"]),
             encoder=cfg["encoder"],
             text_layers=int(cfg["text_layers"]),
+            word_vectors=cfg.get("word_vectors"),
             observe=cfg.get("observe", "all"),
         )
         self.net = NeuromasNet(spec, self.topology, net_cfg)

@@ -70,10 +70,14 @@ class NetConfig:
     adapter_rank: int = 0
     encoder: str = "mlp"
     text_layers: int = 2
+    word_vectors: str | None = None
+    """Text encoder: add frozen pretrained word vectors to the learned token embeddings (the value
+    is the directory their table is cached in; None: off)."""
     observe: str = "all"
-    """Which agent nodes read their observation into their state: ``all``, or only the ``inputs``
-    (layer 0); with ``inputs`` a later agent knows the task only from its messages, though its
-    action heads still score the rows of its own observation (its choices)."""
+    """Which agent nodes read their observation: ``all``, or only the ``inputs`` (layer 0). With
+    ``inputs`` a later agent knows the task only from its messages: its state reads no rows and its
+    categorical heads look nothing up; its pointer heads still score the rows of its own
+    observation, since those are its choices (which question word to copy)."""
 
 
 @dataclass
@@ -126,7 +130,9 @@ class NeuromasNet(nn.Module):
         self.encoder_of = {a: f"obs{spec.obs_dims[a]}" for a in spec.agents}
         self.encoders = nn.ModuleDict(
             {
-                key: make_encoder(cfg.encoder, spec.obs_dims[a], d, cfg.heads, cfg.text_layers)
+                key: make_encoder(
+                    cfg.encoder, spec.obs_dims[a], d, cfg.heads, cfg.text_layers, cfg.word_vectors
+                )
                 for a, key in self.encoder_of.items()
             }
         )
@@ -170,8 +176,13 @@ class NeuromasNet(nn.Module):
             heads.append(head)
         return nn.ModuleList(heads)
 
-    def _agent_logits(self, agent: str, state: torch.Tensor, enc: Encoded) -> torch.Tensor:
-        return torch.cat([head(state, enc) for head in self.heads[agent]], -1)
+    def _agent_logits(self, agent: str, state: torch.Tensor, enc: Encoded, reads: bool) -> torch.Tensor:
+        return torch.cat([head(state, enc, reads) for head in self.heads[agent]], -1)
+
+    def _reads(self, v: int) -> bool:
+        """Whether node ``v`` reads its agents' observations (see ``NetConfig.observe``)."""
+        node = self.topology.nodes[v]
+        return bool(node.agents) and (self.cfg.observe == "all" or node.layer == 0)
 
     # -- the graph ----------------------------------------------------------------------------------
     def forward(
@@ -200,7 +211,7 @@ class NeuromasNet(nn.Module):
             for v in layer:
                 node = topo.nodes[v]
                 e_v = self.node_embedding.weight[v].expand(batch, -1)
-                reads = node.agents and (self.cfg.observe == "all" or node.layer == 0)
+                reads = self._reads(v)
                 rows = _concat([encoded[a] for a in node.agents]) if reads else None
                 own = self.summary(_masked_mean(rows)) if rows is not None else torch.zeros_like(e_v)
                 m_v = self._aggregate(v, e_v + own, messages)
@@ -214,7 +225,8 @@ class NeuromasNet(nn.Module):
                         used_tokens.append(toks)
         env_logits = []
         for agent in self.spec.agents:
-            logits = self._agent_logits(agent, states[topo.acting_node(agent)], encoded[agent])
+            v = topo.acting_node(agent)
+            logits = self._agent_logits(agent, states[v], encoded[agent], self._reads(v))
             if masks is not None and agent in masks:
                 logits = logits.masked_fill(masks[agent] < 0.5, MASKED_LOGIT)
             env_logits.append(logits)
@@ -302,7 +314,9 @@ class AttentiveHead(nn.Module):
         nn.init.orthogonal_(self.out.weight, gain=0.01)
         nn.init.zeros_(self.out.bias)
 
-    def forward(self, state: torch.Tensor, enc: Encoded) -> torch.Tensor:
+    def forward(self, state: torch.Tensor, enc: Encoded, reads: bool = True) -> torch.Tensor:
+        if not reads:  # a node that knows the task only from its messages looks nothing up
+            return self.out(torch.cat([state, torch.zeros_like(state)], -1))
         scores = torch.einsum("bd,btd->bt", self.query(state), enc.tokens) * self.scale
         weights = scores.masked_fill(enc.pad, MASKED_LOGIT).softmax(-1)
         looked_up = torch.einsum("bt,btd->bd", weights, enc.tokens)
@@ -320,8 +334,8 @@ class PointerHead(nn.Module):
         self.bias = nn.Linear(dim, 1)
         self.scale = dim**-0.5
 
-    def forward(self, state: torch.Tensor, enc: Encoded) -> torch.Tensor:
-        rows = enc.tokens[:, self.rows]
+    def forward(self, state: torch.Tensor, enc: Encoded, reads: bool = True) -> torch.Tensor:
+        rows = enc.tokens[:, self.rows]  # its choices: scored whether or not the node reads the task
         logits = torch.einsum("bd,brd->br", self.query(state), self.key(rows)) * self.scale
         return logits + self.bias(rows)[..., 0]
 
