@@ -40,6 +40,7 @@ from ray.rllib.core.rl_module.apis import TargetNetworkAPI, ValueFunctionAPI
 from ray.rllib.evaluation.postprocessing import Postprocessing
 from ray.rllib.utils.postprocessing.value_predictions import compute_value_targets
 
+from orchestrl.envs.spaces import NotSimultaneousError
 from orchestrl.platform.callbacks import OrchestrlCallbacks
 from orchestrl.policies.actor_critic import GLOBAL_STATE, action_logit_lens, flat_obs_dim
 from orchestrl.policies.mappo.connector import agent_state_rows, stacked_observations
@@ -63,10 +64,6 @@ REPLAY_KEY = "counterfactual_replay"
 """``MultiAgentEpisode.custom_data`` key: ``{agent: (delta, family index)}`` set on the env runner."""
 CREDIT_PREFIX = "credit/"
 CREDIT_TABLE = "credit_table.csv"
-
-
-class NotSimultaneousError(ValueError):
-    """The env lets agents skip steps; joint (per env step) credit is undefined there."""
 
 
 # -- what the learner reads from learner_config_dict["credit"] ---------------------------------------

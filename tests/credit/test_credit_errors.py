@@ -10,9 +10,10 @@ import pytest
 from credit_helpers import tiny
 from ray.rllib.env.multi_agent_episode import MultiAgentEpisode
 
+from orchestrl.envs.spaces import NotSimultaneousError
 from orchestrl.platform.builder import build_ppo_config
 from orchestrl.platform.config import ConfigError, validate_config
-from orchestrl.policies.counterfactual import AddCreditColumns, NotSimultaneousError
+from orchestrl.policies.counterfactual import AddCreditColumns
 from orchestrl.policies.lemon.replay import ReplayCallbacks
 
 

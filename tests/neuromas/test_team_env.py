@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from orchestrl.envs.rllib_env import env_config
+from orchestrl.envs.spaces import NotSimultaneousError
 from orchestrl.envs.text2sql.actions import COMPOSER, EXTRACTOR, NVEC
 from orchestrl.platform.callbacks import episode_metrics
 from orchestrl.policies.neuromas.team_env import (
@@ -14,7 +15,6 @@ from orchestrl.policies.neuromas.team_env import (
     TEAM,
     TIME_KEY,
     NeuromasTeamEnv,
-    NotSimultaneousError,
 )
 
 

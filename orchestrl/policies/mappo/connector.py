@@ -20,12 +20,8 @@ from ray.rllib.connectors.connector_v2 import ConnectorV2
 from ray.rllib.core.rl_module.rl_module import RLModule
 from ray.rllib.env.multi_agent_episode import MultiAgentEpisode
 
-from orchestrl.envs.spaces import OBS_KEY
+from orchestrl.envs.spaces import OBS_KEY, NotSimultaneousError
 from orchestrl.policies.actor_critic import GLOBAL_STATE
-
-
-class NotSimultaneousError(ValueError):
-    """The env lets agents skip steps; a per-step joint state is undefined."""
 
 
 def global_state_dim(obs_dims: Sequence[int]) -> int:

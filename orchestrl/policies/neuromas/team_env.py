@@ -26,16 +26,12 @@ from ray.rllib.env.multi_agent_env import MultiAgentEnv
 
 from orchestrl.envs.registry import get_env
 from orchestrl.envs.rllib_env import RegisteredEnv
-from orchestrl.envs.spaces import MASK_KEY, OBS_KEY
+from orchestrl.envs.spaces import MASK_KEY, OBS_KEY, NotSimultaneousError
 
 TEAM = "team"
 TIME_KEY = "__time__"
 MESSAGE_SLOTS_KEY = "neuromas_message_slots"
 MESSAGE_VOCAB_KEY = "neuromas_message_vocab"
-
-
-class NotSimultaneousError(ValueError):
-    """The env lets agents skip steps; a joint action per step is undefined."""
 
 
 def agent_nvec(space: gym.Space, agent: str) -> tuple[int, ...]:
