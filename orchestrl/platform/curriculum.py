@@ -43,6 +43,8 @@ from orchestrl.platform.search_space import check_metric, check_override, load_b
 from orchestrl.platform.sweep import (
     TAG_SPEC_NAME,
     TAG_TUNE_PATH,
+    TuneRun,
+    TuneRunSpec,
     _Spec,
     apply_trial_resources,
     validate_spec,
@@ -96,22 +98,16 @@ class StageSpec(_Spec):
     carry: CarrySection = Field(default_factory=CarrySection)
 
 
-class CurriculumSpec(_Spec):
+class CurriculumSpec(TuneRunSpec):
     """A curriculum YAML, as validated."""
 
-    name: str
-    base: str
-    overrides: dict[str, Any] = Field(default_factory=dict)
     stages: list[StageSpec] = Field(min_length=1)
-    trial_resources: dict[str, Any] = Field(default_factory=lambda: {"env_runners": 0})
     checkpoint_every: int = Field(5, ge=1)
     """Stage checkpoint frequency in iterations (a stage also checkpoints when it ends)."""
-    keep_checkpoints: int = Field(2, ge=1)
-    experiment: str | None = None
 
 
 @dataclass
-class Curriculum:
+class Curriculum(TuneRun):
     path: Path
     spec: CurriculumSpec
     base_path: Path
@@ -119,14 +115,6 @@ class Curriculum:
     cfg: ExperimentConfig
     stages: list[tuple[StageSpec, ExperimentConfig]]
     """Each stage with its experiment as validated (placeholders filled with stand-ins)."""
-
-    @property
-    def experiment(self) -> str:
-        return self.spec.experiment or self.spec.name
-
-    @property
-    def run_dir(self) -> Path:
-        return Path(self.cfg.run_dir)
 
 
 def fill_placeholders(value: Any, previous: dict[str, str] | None, where: str) -> Any:

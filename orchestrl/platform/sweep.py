@@ -75,14 +75,41 @@ class SchedulerSection(_Spec):
     resample_probability: float = Field(0.25, ge=0, le=1)
 
 
-class SweepSpec(_Spec):
-    """A sweep YAML, as validated."""
+class TuneRunSpec(_Spec):
+    """What a sweep YAML and a curriculum YAML share: the base experiment and how trials run."""
 
     name: str
     base: str
     """The base experiment YAML (relative to this file, or to the working directory)."""
     overrides: dict[str, Any] = Field(default_factory=dict)
     """Dotted experiment keys set on the base for every trial."""
+    trial_resources: dict[str, Any] = Field(default_factory=lambda: {"env_runners": 0})
+    """``resources.*`` keys set for trials (default: sample in the trial's own process)."""
+    checkpoint_every: int = Field(1, ge=1)
+    """Trial checkpoint frequency in iterations (what a resume or PBT continues from)."""
+    keep_checkpoints: int = Field(2, ge=1)
+    experiment: str | None = None
+    """MLflow experiment (default: the YAML's name)."""
+
+
+class TuneRun:
+    """What a loaded sweep and a loaded curriculum share (both are dataclasses with these fields)."""
+
+    spec: TuneRunSpec
+    cfg: ExperimentConfig
+
+    @property
+    def experiment(self) -> str:
+        return self.spec.experiment or self.spec.name
+
+    @property
+    def run_dir(self) -> Path:
+        return Path(self.cfg.run_dir)
+
+
+class SweepSpec(TuneRunSpec):
+    """A sweep YAML, as validated."""
+
     space: dict[str, Any]
     search: SearchSection = Field(default_factory=SearchSection)
     scheduler: SchedulerSection = Field(default_factory=SchedulerSection)
@@ -92,17 +119,10 @@ class SweepSpec(_Spec):
     mode: Literal["max", "min"] = "max"
     max_concurrent: int | None = Field(None, ge=1)
     """Trials at a time (default: as many as the cluster's CPUs hold)."""
-    trial_resources: dict[str, Any] = Field(default_factory=lambda: {"env_runners": 0})
-    """``resources.*`` keys set for trials (default: sample in the trial's own process)."""
-    checkpoint_every: int = Field(1, ge=1)
-    """Trial checkpoint frequency in iterations (what a resume or PBT continues from)."""
-    keep_checkpoints: int = Field(2, ge=1)
-    experiment: str | None = None
-    """MLflow experiment (default: the sweep's name)."""
 
 
 @dataclass
-class Sweep:
+class Sweep(TuneRun):
     """A validated sweep, ready to run."""
 
     path: Path
@@ -112,14 +132,6 @@ class Sweep:
     """The base experiment dict (overrides and trial resources applied, run_dir absolute)."""
     cfg: ExperimentConfig
     dims: dict[str, Dimension]
-
-    @property
-    def experiment(self) -> str:
-        return self.spec.experiment or self.spec.name
-
-    @property
-    def run_dir(self) -> Path:
-        return Path(self.cfg.run_dir)
 
 
 def validate_spec(model: type[BaseModel], data: dict[str, Any], source: str) -> Any:
