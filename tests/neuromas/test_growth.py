@@ -77,7 +77,9 @@ def test_growing_across_message_kinds_is_refused() -> None:
         grow(big, small)
 
 
-def test_grow_from_a_saved_module_through_the_warm_start(experiment, tmp_path: Path) -> None:
+def test_grow_from_a_saved_module_through_the_warm_start(
+    experiment, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     def team_module(layers: list[int]):
         ppo = build_ppo_config(validate_config(experiment("simple_speaker_listener", layers=layers)))
         return ppo.get_multi_rl_module_spec().build()[TEAM]
@@ -94,5 +96,7 @@ def test_grow_from_a_saved_module_through_the_warm_start(experiment, tmp_path: P
         )
     assert torch.equal(big.critic[0].weight, small.critic[0].weight)  # learner-only parts too
     assert type(load_module(tmp_path / "small")).__name__ == "NeuromasModule"
+    monkeypatch.chdir(tmp_path)  # a path relative to the working directory (as typed on the CLI)
+    assert type(load_module("small")).__name__ == "NeuromasModule"
     with pytest.raises(FileNotFoundError, match="no NeuroMAS module checkpoint"):
         load_module(tmp_path)

@@ -95,7 +95,7 @@ def load_module(path: str | Path) -> Any:
 
     from orchestrl.policies.neuromas.team_env import TEAM
 
-    root = Path(path).expanduser()
+    root = Path(path).expanduser().resolve()  # RLlib reads checkpoints through pyarrow: absolute only
     for candidate in (root / "learner_group" / "learner" / "rl_module" / TEAM, root / TEAM, root):
         if (candidate / "class_and_ctor_args.pkl").is_file():
             return RLModule.from_checkpoint(str(candidate))
