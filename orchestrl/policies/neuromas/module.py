@@ -148,11 +148,16 @@ class NeuromasModule(TorchRLModule, ValueFunctionAPI, InferenceOnlyAPI):
     # -- critic ------------------------------------------------------------------------------------
     def compute_values(self, batch: dict[str, Any], embeddings: Any = None) -> torch.Tensor:
         """V(s) from all nodes' states. With discrete messages the states are recomputed with the
-        expected message embeddings, so the baseline is a function of the observation alone."""
+        expected message embeddings, so the baseline is a function of the observation alone.
+
+        The critic reads the states detached: its loss trains the critic, never the agents'
+        representations. Sharing them cost the cloned policy its generalisation: three PPO
+        iterations after behaviour cloning took NeuroMAS-7's test accuracy from 0.865 to 0.753 with
+        the value gradient flowing into the graph, and to 0.859 without it (seed 1, lr 3e-5)."""
         states = embeddings
         if states is None:
             states = self.run_graph(batch, "soft" if self.discrete else "greedy").states
-        return self.critic(self._critic_input(batch, states)).squeeze(-1)
+        return self.critic(self._critic_input(batch, states.detach())).squeeze(-1)
 
     def _critic_input(self, batch: dict[str, Any], states: torch.Tensor) -> torch.Tensor:
         time = batch[Columns.OBS][TIME_KEY].float().reshape(states.shape[0], 1)

@@ -14,8 +14,8 @@ rows, ``P`` a few learned read queries; hidden nodes (and, with ``observe="input
 node past layer 0) read no observation: ``o_v = r_v = 0``. An acting node turns ``s_v`` into
 its agent's action logits: per categorical component, a linear head on the state and on what
 the component looks up in the observation rows; per pointer component, a score (query . key) for
-each observation row it can point at. The global critic and the auxiliary reward head read
-an attention pool over every node's state.
+each observation row it can point at. The global critic and the auxiliary reward head read an
+attention pool over every node's state (the critic's copy detached, see ``module.compute_values``).
 
 Discrete messages are part of the sampled joint action (so PPO/REINFORCE trains the message heads by
 the policy gradient, as the paper trains its agents' text); the learner re-runs the graph with the
