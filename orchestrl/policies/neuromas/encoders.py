@@ -30,6 +30,7 @@ from torch import nn
 
 from orchestrl.envs.text2sql import actions as t2s_actions
 from orchestrl.envs.text2sql import observation as t2s_obs
+from orchestrl.envs.text2sql.word_vectors import vocabulary_vectors
 
 
 @dataclass(frozen=True)
@@ -114,8 +115,6 @@ class Text2SQLEncoder(nn.Module):
         nn.init.zeros_(self.embed.weight)  # unseen words stay at 0: a neutral "unknown"
         self.word_vectors = word_vectors is not None
         if word_vectors is not None:
-            from orchestrl.envs.text2sql.word_vectors import vocabulary_vectors
-
             table = torch.as_tensor(vocabulary_vectors(word_vectors))
             # Not part of the state: rebuilt from the pinned model, so weight syncs stay small.
             self.register_buffer("pretrained", table, persistent=False)
