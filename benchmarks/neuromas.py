@@ -361,8 +361,10 @@ def run_all_text2sql(
     from orchestrl.envs.text2sql.word_vectors import vocabulary_vectors
 
     data_dir, modules = root / "text2sql", root / "modules"
-    load_bank(0, data_dir)  # the databases and the word-vector table are built once, before workers
-    vocabulary_vectors(str((root / "runs").resolve() / "cache" / "text2sql"))
+    # The databases and the word-vector table are built once, before the workers read them.
+    load_bank(0, data_dir)
+    cfg = validate_config(text2sql_experiment(MODEL, 0, budget, data_dir, HIDDEN))
+    vocabulary_vectors(cfg.cache_dir(cfg.env.name))
     hidden = {name: HIDDEN for name in VARIANTS}
     if "monolithic" in variants:
         hidden["monolithic"] = monolithic_hidden(data_dir)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
@@ -133,5 +132,5 @@ def experiment_env_config(cfg: ExperimentConfig, *, evaluation: bool = False) ->
     if evaluation:
         kwargs.update(cfg.evaluation.env_overrides)
     if entry.cache_kwarg and kwargs.get(entry.cache_kwarg) is None:
-        kwargs[entry.cache_kwarg] = str(Path(cfg.run_dir).resolve() / "cache" / entry.name)
+        kwargs[entry.cache_kwarg] = str(cfg.cache_dir(entry.name))
     return env_config(cfg.env.name, kwargs, cfg.env.agent_id_in_obs)

@@ -140,6 +140,11 @@ class ExperimentConfig(_Section):
     tracking: TrackingSection = Field(default_factory=TrackingSection)
     stop: StopSection = Field(default_factory=StopSection)
 
+    def cache_dir(self, name: str) -> Path:
+        """``<run_dir>/cache/<name>``, absolute: where an env's generated data (and what is derived
+        from it) lives, shared by every run in the run dir."""
+        return Path(self.run_dir).resolve() / "cache" / name
+
     def to_dict(self) -> dict[str, Any]:
         data = self.model_dump(mode="json")
         data["algorithm"] = {"name": self.algorithm.name, **self.algorithm.knobs()}

@@ -9,9 +9,8 @@ nothing; a pretrained vector of it sits near the seen words it means ("largest" 
 for the special tokens and the hash buckets of out-of-vocabulary words are zero.
 
 The table depends only on the vocabulary and the model, so it is computed once and cached as
-``.npy`` in a directory (keyed by a hash of both): an experiment's ``<run_dir>/cache/text2sql``,
-by default ``./runs/cache/text2sql``. Loading the model takes a few seconds, reading the cache a
-millisecond.
+``.npy`` in a directory (keyed by a hash of both): an experiment's ``<run_dir>/cache/text2sql``.
+Loading the model takes a few seconds, reading the cache a millisecond.
 
 Example::
 
@@ -40,21 +39,16 @@ DIM = 384
 """all-MiniLM-L6-v2's embedding width."""
 
 
-def cache_dir() -> Path:
-    """``./runs/cache/text2sql`` under the current project dir (as the databases; never the home dir)."""
-    return Path.cwd() / "runs" / "cache" / "text2sql"
-
-
 def _key(vocab: Vocabulary) -> str:
     digest = hashlib.sha256("\n".join((MODEL_PACKAGE, *vocab.words)).encode()).hexdigest()
     return digest[:16]
 
 
 @functools.lru_cache(maxsize=4)
-def vocabulary_vectors(directory: str | Path | None = None, vocab: Vocabulary = VOCAB) -> np.ndarray:
+def vocabulary_vectors(directory: str | Path, vocab: Vocabulary = VOCAB) -> np.ndarray:
     """``(vocab.size, DIM)`` float32: row ``vocab.token_id(w)`` is word ``w``'s unit vector (read
     from ``directory``'s cache, computed and cached there on first use)."""
-    path = Path(directory or cache_dir()) / f"minilm_words_{_key(vocab)}.npy"
+    path = Path(directory) / f"minilm_words_{_key(vocab)}.npy"
     if path.exists():
         table = np.load(path)
         if table.shape == (vocab.size, DIM):

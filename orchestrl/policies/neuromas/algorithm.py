@@ -129,7 +129,7 @@ def module_model_config(cfg: ExperimentConfig, knobs: NeuromasConfig, env: EnvIn
             "env.agent_id_in_obs: the text2sql encoder reads the raw layout; node embeddings say who is who"
         )
     # The pretrained word-vector table is cached beside the experiment's text2sql databases.
-    word_vectors_dir = str(Path(cfg.run_dir).resolve() / "cache" / "text2sql") if knobs.word_vectors else None
+    word_vectors_dir = str(cfg.cache_dir(cfg.env.name)) if knobs.word_vectors else None
     try:
         nvecs = {a: list(agent_nvec(env.action_spaces[a], a)) for a in agents}
     except ValueError as err:
