@@ -212,8 +212,10 @@ def train_text2sql(
     trainer = InProcessTrainer(ppo)
     try:
         module = trainer.learner.module[TEAM]
+        at_growth = {}
         if grow_from is not None:
             grow(module, grow_from, seed=seed)
+            at_growth["accuracy_at_growth"] = heldout_accuracy(module, data_dir)  # exact: the source's
         report = WarmStart(ppo.learner_config_dict[KNOBS_KEY], ppo.env_config).apply(module)
         trainer.sync_weights()
         bc_accuracy = heldout_accuracy(trainer.runner.module[TEAM], data_dir)
@@ -223,8 +225,10 @@ def train_text2sql(
             "accuracy": heldout_accuracy(trainer.runner.module[TEAM], data_dir),
             "accuracy_after_bc": bc_accuracy,
             "bc_loss_last": report["bc_loss"][-1],
+            "bc_value_loss_last": report["bc_value_loss"][-1],
             "params": parameter_count(module),
             "seconds": time.perf_counter() - started,
+            **at_growth,
         }
         return result, module
     finally:
@@ -459,6 +463,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     }
     if "neuromas7_grown" in accuracy and "neuromas7" in accuracy:
         result["grown_minus_scratch"] = round(accuracy["neuromas7_grown"] - accuracy["neuromas7"], 4)
+        # Growth is exact: each seed's grown net, before any training, scores what its -5 did.
+        grown = runs["neuromas7_grown"]
+        result["grown_at_growth_per_seed"] = [round(r["accuracy_at_growth"], 4) for r in grown]
     plot(result, args.out)
     result["png"] = str(args.out.resolve())
     print(json.dumps(result, indent=2))

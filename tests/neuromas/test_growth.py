@@ -40,6 +40,7 @@ def test_growing_5_into_7_copies_every_trained_node_and_shared_weight_exactly() 
         "copied": ["in", "h1.0", "h1.1", "h2.0", "h2.1", "out"],
         "cloned": ["h3.0", "h3.1"],
         "fresh": [],
+        "relays": ["h3.0", "h3.1"],
     }
     for name in report["copied"]:
         for key in NODE_PARAMS:
@@ -48,6 +49,23 @@ def test_growing_5_into_7_copies_every_trained_node_and_shared_weight_exactly() 
     for key, value in big.state_dict().items():
         if key not in NODE_PARAMS:
             assert torch.equal(value, small_state[key]), key
+
+
+def test_deepening_is_exact_the_grown_team_acts_as_the_trained_one() -> None:
+    small, big = trained([2, 2], seed=0), trained([2, 2, 2], seed=1)
+    grow(big, small, noise=0.01)
+    for name in ("h3.0", "h3.1"):  # relays: pass their lane's message on, add none of their own
+        assert rows(big, "message_mix", name).tolist() == [0.0, 1.0]
+    obs = {"in": torch.randn(5, 6), "out": torch.randn(5, 6)}
+    assert torch.equal(big(obs).env_logits, small(obs).env_logits)
+    with torch.no_grad():  # the relays still train: once they speak, the team's action moves
+        big.message_mix[big.topology.names.index("h3.0")] += torch.tensor([0.5, -0.5])
+    assert not torch.allclose(big(obs).env_logits, small(obs).env_logits)
+
+
+def test_widening_is_not_a_relay() -> None:
+    small, big = trained([1, 1], seed=0), trained([2, 2], seed=1)
+    assert grow(big, small, noise=0.0)["relays"] == []
 
 
 def test_new_nodes_start_near_the_deepest_trained_node_at_their_position() -> None:

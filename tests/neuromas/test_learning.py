@@ -16,7 +16,7 @@ from orchestrl.platform.inprocess import InProcessTrainer
 from orchestrl.policies.neuromas.algorithm import WarmStart
 from orchestrl.policies.neuromas.learner import KNOBS_KEY
 from orchestrl.policies.neuromas.team_env import TEAM
-from orchestrl.policies.neuromas.warm_start import collect_demonstrations
+from orchestrl.policies.neuromas.warm_start import collect_demonstrations, returns_to_go
 
 
 def trainer_for(experiment, env: str, lr: float = 3e-4, **knobs) -> tuple[InProcessTrainer, dict]:
@@ -41,6 +41,8 @@ def test_behaviour_cloning_fits_the_expert_and_env_runners_act_with_it(experimen
         report = WarmStart(knobs, trainer.config.env_config).apply(learner_module)
         losses = report["bc_loss"]
         assert len(losses) == 6 and losses[-1] < 0.7 * losses[0]
+        value_losses = report["bc_value_loss"]  # the critic learns the expert's returns meanwhile
+        assert len(value_losses) == 6 and value_losses[-1] < 0.5 * value_losses[0]
 
         demos = collect_demonstrations(trainer.config.env_config, 32, seed=99)
         obs, expert = demos.batch(slice(None))
@@ -116,3 +118,14 @@ def test_two_training_iterations_in_process(experiment, env: str, knobs: dict) -
         for key in ("policy_loss", "vf_loss", "entropy"):
             assert np.isfinite(result[key]), key
     assert any(not torch.equal(a, b) for a, b in zip(first_weights, after, strict=True))
+
+
+def test_demonstrations_carry_the_experts_discounted_returns(experiment) -> None:
+    assert returns_to_go([1.0, 0.0, 2.0], gamma=0.5) == [1.5, 1.0, 2.0]
+    env_config = build_ppo_config(validate_config(experiment("text2sql"))).env_config
+    demos = collect_demonstrations(env_config, 8)
+    assert demos.returns.shape == (8,)
+    assert (demos.returns > 0.9).all()  # one-step episodes: G = r, and the expert's SQL matches
+    speaker_listener = build_ppo_config(validate_config(experiment("simple_speaker_listener"))).env_config
+    with pytest.raises(AttributeError, match="no expert_actions"):
+        collect_demonstrations(speaker_listener, 4)

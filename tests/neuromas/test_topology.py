@@ -20,7 +20,10 @@ def net(
         topology = topology.without_edges()
     torch.manual_seed(0)
     cfg = NetConfig(dim=16, heads=2, hidden=(16,), messages=messages, observe=observe)
-    return NeuromasNet(SPEC, topology, cfg).eval()
+    model = NeuromasNet(SPEC, topology, cfg).eval()
+    with torch.no_grad():  # residual messages in use too (b_v = 0 at init)
+        model.message_mix.uniform_(0.5, 1.5)
+    return model
 
 
 def observations(seed: int = 0) -> dict[str, torch.Tensor]:
@@ -49,6 +52,8 @@ def test_layered_topology_names_layers_and_dense_edges() -> None:
     assert topology.predecessors(topology.names.index("c")) == (5, 6)
     assert topology.ancestors(topology.names.index("h2.0")) == {0, 1, 2}
     assert topology.acting_node("c") == 7
+    lanes = {name: topology.lane(i) for i, name in enumerate(topology.names)}
+    assert lanes == {"a": None, "h1.0": 0, "h1.1": 0, "h2.0": 1, "h2.1": 2, "h3.0": 3, "h3.1": 4, "c": 5}
     assert Topology.monolithic(AGENTS).names == (MONOLITH,)
 
 

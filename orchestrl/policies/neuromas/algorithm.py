@@ -184,7 +184,7 @@ def configure_neuromas(
         if cfg.training.num_epochs != 1 or cfg.training.lambda_ != 1.0:
             log.warning("objective=reinforce: one on-policy pass per batch (num_epochs=1), lambda_=1")
         ppo = ppo.training(num_epochs=1, lambda_=1.0)
-    learner_knobs = {**knobs.model_dump(), "seed": cfg.seed}
+    learner_knobs = {**knobs.model_dump(), "seed": cfg.seed, "gamma": cfg.training.gamma}
     return ppo.learners(
         learner_class=NeuromasLearner, learner_config_dict={KNOBS_KEY: learner_knobs}
     ).callbacks(NeuromasCallbacks)
@@ -219,8 +219,10 @@ class WarmStart:
             small = load_module(k["grow_from"])
             report["growth"] = grow(module, small, noise=float(k["growth_noise"]), seed=seed)
         if k.get("bc_epochs"):
-            demos = collect_demonstrations(self.env_config, int(k["bc_samples"]), seed=seed)
-            report["bc_loss"] = behaviour_cloning(
+            demos = collect_demonstrations(
+                self.env_config, int(k["bc_samples"]), seed=seed, gamma=float(k.get("gamma", 0.99))
+            )
+            losses = behaviour_cloning(
                 module,
                 demos,
                 epochs=int(k["bc_epochs"]),
@@ -229,6 +231,8 @@ class WarmStart:
                 token_dropout=float(k["bc_token_dropout"]),
                 seed=seed,
             )
+            report["bc_loss"] = losses.pop("bc")
+            report.update({f"bc_{name}_loss": values for name, values in losses.items()})
         return report
 
 
@@ -253,6 +257,7 @@ class NeuromasCallbacks(OrchestrlCallbacks):
             report = result.get()
             if "bc_loss" in report:
                 log.info("neuromas BC loss %.3f -> %.3f", report["bc_loss"][0], report["bc_loss"][-1])
+                log.info("neuromas critic fit to the expert's returns: %.3f", report["bc_value_loss"][-1])
             if "growth" in report:
                 log.info("neuromas growth: %s", report["growth"])
         if not group.is_local:  # every learner must start from the same weights

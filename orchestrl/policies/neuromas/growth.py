@@ -1,7 +1,8 @@
 """Growing a larger topology from a trained smaller one (NeuroMAS' "grow, don't restart").
 
-Every parameter of the graph is shared by all nodes except two per-node tensors: the node-id
-embedding and, when enabled, the node's low-rank adapter. Growing therefore means:
+Every parameter of the graph is shared by all nodes except a few per-node tensors: the node-id
+embedding, the message mix (own message vs the lane's, see :mod:`.network`) and, when enabled, the
+node's low-rank adapter. Growing therefore means:
 
 - shared parameters (encoders, neuron backbone, message and attention weights, action heads,
   critic, auxiliary head) are copied as they are;
@@ -11,7 +12,13 @@ embedding and, when enabled, the node's low-rank adapter. Growing therefore mean
   new neuron starts from one that already speaks the message format): from its own layer when the
   smaller topology has that layer (widening), else from the deepest trained layer (deepening), at
   the nearest position; plus Gaussian noise of ``noise`` x that tensor's std so twins can drift
-  apart. With no trained hidden node to copy, the new node keeps its fresh initialisation.
+  apart. With no trained hidden node to copy, the new node keeps its fresh initialisation;
+- a node of a new (deeper) layer starts as a relay: it passes on its lane's message and adds none
+  of its own (mix ``a = 0, b = 1``). Deepening is then exact: with every layer of the smaller
+  topology kept at its width and each new layer as wide as the one below it (``[2,2]`` into
+  ``[2,2,2]``), the grown team acts exactly as the trained one did, and training goes on from
+  there instead of re-learning what the layer above had learnt to hear (without relays, NeuroMAS-7
+  grown from a trained -5 scored 0.18 before training, against the -5's 0.82).
 
 Both modules may be :class:`.network.NeuromasNet` or the RLModule around one (then the critic and
 the auxiliary head carry over too).
@@ -28,7 +35,9 @@ from torch import nn
 from orchestrl.policies.neuromas.network import NeuromasNet
 from orchestrl.policies.neuromas.topology import Topology
 
-NODE_PARAMS = ("node_embedding.weight", "backbone.adapter_down", "backbone.adapter_up")
+NODE_PARAMS = ("node_embedding.weight", "message_mix", "backbone.adapter_down", "backbone.adapter_up")
+RELAY = (0.0, 1.0)
+"""A new layer's message mix: pass the lane's message on, add nothing of its own."""
 """Parameters with one row per node (indexed by node position in the topology)."""
 
 
@@ -48,7 +57,7 @@ def source_node(name: str, small: Topology) -> str | None:
 @torch.no_grad()
 def grow(big: nn.Module, small: nn.Module, noise: float = 0.01, seed: int = 0) -> dict[str, list[str]]:
     """Copies ``small``'s trained parameters into ``big`` in place; returns which nodes were copied,
-    cloned (new, from a trained node) or left fresh."""
+    cloned (new, from a trained node) or left fresh, and which new nodes start as relays."""
     big_net, small_net = _net(big), _net(small)
     if big_net.cfg.messages != small_net.cfg.messages:
         raise ValueError(
@@ -64,7 +73,7 @@ def grow(big: nn.Module, small: nn.Module, noise: float = 0.01, seed: int = 0) -
             raise ValueError(f"cannot grow: {key} has shape {shapes}")
         big_state[key].copy_(value)
     generator = torch.Generator().manual_seed(seed)
-    report: dict[str, list[str]] = {"copied": [], "cloned": [], "fresh": []}
+    report: dict[str, list[str]] = {"copied": [], "cloned": [], "fresh": [], "relays": []}
     small_index = {name: i for i, name in enumerate(small_net.topology.names)}
     for i, name in enumerate(big_net.topology.names):
         src = source_node(name, small_net.topology)
@@ -81,6 +90,10 @@ def grow(big: nn.Module, small: nn.Module, noise: float = 0.01, seed: int = 0) -
                 )
             big_state[key][i].copy_(row)
         report["copied" if src == name else "cloned"].append(name)
+        deeper = big_net.topology.nodes[i].layer != small_net.topology.nodes[small_index[src]].layer
+        if src != name and deeper and i in big_net.lanes:
+            big_net.message_mix[i].copy_(torch.tensor(RELAY))
+            report["relays"].append(name)
     return report
 
 

@@ -5,17 +5,22 @@ For each node v, layer by layer (``topology.py`` says which nodes and edges exis
     m_v  = MHA(q = e_v + W_s o_v,  k = v = {msg_u : u -> v})          # MAAC-style aggregation
     r_v  = MHA(q = e_v + m_v + P,  k = v = rows of v's observations)   # what v reads (agent nodes)
     s_v  = Backbone(e_v + m_v + r_v) + A_v                               # shared neuron, own adapter
-    msg_v = W_msg s_v                         (messages: continuous; differentiable)
+    out_v = W_msg s_v                         (messages: continuous; differentiable)
           | sum_j E_j[tok_j], tok_j ~ Cat(W_tok s_v)_j   (messages: discrete; sampled tokens)
+    msg_v = a_v out_v + b_v msg_lane(v)       (residual messages; a_v = 1, b_v = 0 at init)
 
 ``e_v`` is the learned node-id embedding, the only thing (with the optional low-rank adapter
-``A_v``) that tells the shared neuron which agent it is. ``o_v`` is the mean of v's observation
-rows, ``P`` a few learned read queries; hidden nodes (and, with ``observe="inputs"``, every agent
-node past layer 0) read no observation: ``o_v = r_v = 0``. An acting node turns ``s_v`` into
-its agent's action logits: per categorical component, a linear head on the state and on what
-the component looks up in the observation rows; per pointer component, a score (query . key) for
-each observation row it can point at. The global critic and the auxiliary reward head read an
-attention pool over every node's state (the critic's copy detached, see ``module.compute_values``).
+``A_v``) that tells the shared neuron which agent it is. ``lane(v)`` is the predecessor at v's
+position one layer down (``Topology.lane``): a node can pass on what it heard, as a residual block
+passes on its input. That is what makes deepening exact: a grown layer starts as a relay,
+``a_v = 0, b_v = 1`` (:mod:`.growth`), so the layer above hears the very messages it was trained on.
+``o_v`` is the mean of v's observation rows, ``P`` a few learned read queries; hidden nodes (and, with
+``observe="inputs"``, every agent node past layer 0) read no observation: ``o_v = r_v = 0``. An
+acting node turns ``s_v`` into its agent's action logits: per categorical component, a linear head
+on the state and on what the component looks up in the observation rows; per pointer component, a
+score (query . key) for each observation row it can point at. The global critic and the auxiliary
+reward head read an attention pool over every node's state (the critic's copy detached, see
+``module.compute_values``).
 
 Discrete messages are part of the sampled joint action (so PPO/REINFORCE trains the message heads by
 the policy gradient, as the paper trains its agents' text); the learner re-runs the graph with the
@@ -147,6 +152,9 @@ class NeuromasNet(nn.Module):
 
         self.senders = topology.senders() if cfg.messages != "none" else ()
         self.sender_slot = {node: i for i, node in enumerate(self.senders)}
+        self.lanes = {v: lane for v in self.senders if (lane := topology.lane(v)) in self.sender_slot}
+        self.message_mix = nn.Parameter(torch.tensor([[1.0, 0.0]]).repeat(n_nodes, 1))
+        """Per node (a_v, b_v): its own message and its lane's, in what it sends on."""
         if cfg.messages == "continuous":
             self.message = nn.Linear(d, d)
         elif cfg.messages == "discrete":
@@ -219,6 +227,9 @@ class NeuromasNet(nn.Module):
                 states[v] = self.backbone(e_v + m_v + r_v, v)
                 if v in self.sender_slot:
                     msg, logits, toks = self._emit(states[v], v, message_mode, tokens, gumbel_tau)
+                    if v in self.lanes:
+                        a_v, b_v = self.message_mix[v]
+                        msg = a_v * msg + b_v * messages[self.lanes[v]]
                     messages[v] = msg
                     if logits is not None:
                         token_logits.append(logits)

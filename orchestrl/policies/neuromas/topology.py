@@ -109,6 +109,18 @@ class Topology:
                 frontier.extend(self.predecessors(src))
         return frozenset(found)
 
+    def lane(self, node: int) -> int | None:
+        """The predecessor whose message ``node`` can pass on (its *lane*): the node at the same
+        position one layer down (the last one if that layer is narrower). None without predecessors.
+
+        Lanes make deepening exact (:mod:`.growth`): a new layer whose nodes pass on their lanes'
+        messages hands the next layer the very messages it heard before."""
+        below = [u for u in self.predecessors(node) if self.nodes[u].layer == self.nodes[node].layer - 1]
+        if not below:
+            return None
+        position = self.layers[self.nodes[node].layer].index(node)
+        return below[min(position, len(below) - 1)]
+
     def acting_node(self, agent: str) -> int:
         """The node that emits ``agent``'s env action."""
         for i, node in enumerate(self.nodes):
