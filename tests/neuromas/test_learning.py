@@ -34,15 +34,21 @@ def greedy_logits(module, obs) -> torch.Tensor:
 @pytest.mark.parametrize("messages", ["continuous", "discrete"])
 def test_behaviour_cloning_fits_the_expert_and_env_runners_act_with_it(experiment, messages: str) -> None:
     trainer, knobs = trainer_for(
-        experiment, "text2sql", messages=messages, bc_epochs=6, bc_samples=192, bc_batch_size=64
+        experiment,
+        "text2sql",
+        messages=messages,
+        bc_epochs=6,
+        bc_samples=192,
+        bc_batch_size=64,
+        aux_coeff=0.1,
     )
     try:
         learner_module = trainer.learner.module[TEAM]
         report = WarmStart(knobs, trainer.config.env_config).apply(learner_module)
         losses = report["bc_loss"]
         assert len(losses) == 6 and losses[-1] < 0.7 * losses[0]
-        value_losses = report["bc_value_loss"]  # the critic learns the expert's returns meanwhile
-        assert len(value_losses) == 6 and value_losses[-1] < 0.5 * value_losses[0]
+        for head in ("bc_value_loss", "bc_aux_loss"):  # the critic and the auxiliary head fit meanwhile
+            assert len(report[head]) == 6 and report[head][-1] < 0.5 * report[head][0], head
 
         demos = collect_demonstrations(trainer.config.env_config, 32, seed=99)
         obs, expert = demos.batch(slice(None))
@@ -124,8 +130,9 @@ def test_demonstrations_carry_the_experts_discounted_returns(experiment) -> None
     assert returns_to_go([1.0, 0.0, 2.0], gamma=0.5) == [1.5, 1.0, 2.0]
     env_config = build_ppo_config(validate_config(experiment("text2sql"))).env_config
     demos = collect_demonstrations(env_config, 8)
-    assert demos.returns.shape == (8,)
-    assert (demos.returns > 0.9).all()  # one-step episodes: G = r, and the expert's SQL matches
+    assert demos.returns.shape == demos.rewards.shape == (8,)
+    np.testing.assert_allclose(demos.returns, demos.rewards)  # one-step episodes: G = r
+    assert (demos.rewards > 0.9).all()  # the expert's SQL runs and matches
     speaker_listener = build_ppo_config(validate_config(experiment("simple_speaker_listener"))).env_config
     with pytest.raises(AttributeError, match="no expert_actions"):
         collect_demonstrations(speaker_listener, 4)

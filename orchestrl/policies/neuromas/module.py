@@ -142,8 +142,13 @@ class NeuromasModule(TorchRLModule, ValueFunctionAPI, InferenceOnlyAPI):
         if not self.discrete:  # the critic may reuse these states (see compute_values)
             result[Columns.EMBEDDINGS] = out.states
         if self.aux_head is not None:
-            result[AUX_PREDICTION] = self.aux_head(self._critic_input(batch, out.states)).squeeze(-1)
+            result[AUX_PREDICTION] = self.reward_prediction(batch, out.states)
         return result
+
+    def reward_prediction(self, batch: dict[str, Any], states: torch.Tensor) -> torch.Tensor:
+        """The auxiliary head's team reward from all nodes' states (with their gradient, unlike the
+        critic: shaping the agents' representations is its purpose)."""
+        return self.aux_head(self._critic_input(batch, states)).squeeze(-1)
 
     # -- critic ------------------------------------------------------------------------------------
     def compute_values(self, batch: dict[str, Any], embeddings: Any = None) -> torch.Tensor:
