@@ -25,41 +25,45 @@ Prints one JSON object and writes ``neuromas.png`` (``--out``).
 
 Run:
     python benchmarks/neuromas.py --quick   # 3 seeds, small budgets (4.6 min here): the pipeline
-    python benchmarks/neuromas.py           # 3 seeds, full budgets: 42 minutes here, 2 runs at a time
+    python benchmarks/neuromas.py           # 3 seeds, full budgets: 43 minutes here, 2 runs at a time
     python benchmarks/neuromas.py --variants neuromas5 neuromas5_cut --no-mpe   # a subset
     python benchmarks/neuromas.py --score <checkpoint>   # a trained run, on every question of each split
 
-Measured (2026-11-30, full mode, ``python benchmarks/neuromas.py``: 42 min wall on 2 cores, two
+Measured (2026-11-30, full mode, ``python benchmarks/neuromas.py``: 42.7 min wall on 2 cores, two
 runs at a time; each run 30 BC epochs over 4,096 expert demos + 3 PPO iterations of 512 steps,
-125-170 s of training; IQM over 3 seeds [95% CI], all 489 test questions):
+129-164 s of training; IQM over 3 seeds [95% CI], all 489 test questions):
 
     held-out execution accuracy     learned messages       messages cut
-    NeuroMAS-3                      0.853 [0.828, 0.890]   0.119 [0.110, 0.125]
-    NeuroMAS-5                      0.864 [0.851, 0.883]   0.120 [0.115, 0.123]
-    NeuroMAS-7                      0.885 [0.859, 0.910]   0.117 [0.108, 0.125]
-    NeuroMAS-5, observe: all        0.791 [0.789, 0.791]   0.864 [0.847, 0.890]
-    NeuroMAS-5, no word vectors     0.714 [0.681, 0.730]
-    monolithic (179k params, = -7)  0.849 [0.794, 0.900]
-    NeuroMAS-7 grown from -5        0.855 [0.791, 0.906]   (-0.030 against -7 from scratch)
-    speaker_listener return         -29.8 [-32.2, -27.4]   -30.2 [-32.6, -26.3]   (10 x 2,000 steps)
+    NeuroMAS-3                      0.868 [0.818, 0.894]   0.090 [0.059, 0.110]
+    NeuroMAS-5                      0.870 [0.836, 0.922]   0.119 [0.115, 0.125]
+    NeuroMAS-7                      0.867 [0.798, 0.910]   0.119 [0.119, 0.121]
+    NeuroMAS-5, observe: all        0.853 [0.808, 0.877]   0.877 [0.867, 0.886]
+    NeuroMAS-5, no word vectors     0.697 [0.667, 0.716]
+    monolithic (179k params, = -7)  0.853 [0.798, 0.894]
+    NeuroMAS-7 grown from -5        0.901 [0.871, 0.924]   (+0.034 over -7 from scratch)
+    speaker_listener return         -28.2 [-30.5, -26.0]   -30.2 [-32.6, -26.3]   (10 x 2,000 steps)
 
 What it shows, and what it does not:
 
 - Every NeuroMAS topology clears 0.80 on held-out schemas in under 3 minutes of training per run.
   The frozen word vectors are what carry held-out phrasings ("largest", "combined", "exceeding"):
-  without them NeuroMAS-5 scores 0.714.
+  without them NeuroMAS-5 scores 0.697. Depth adds nothing measurable here: -3, -5 and -7 are
+  within 0.003 of each other, with seed-to-seed spreads of 0.08-0.11.
 - With ``observe: inputs`` messages are the composer's only view of the task, and cutting them
-  costs 73-77 points: a cut composer always picks the same aggregate, operator and ordering. When
+  costs 75-78 points: a cut composer always picks the same aggregate, operator and ordering. When
   the composer reads the question itself (``observe: all``), messages add nothing on this task
-  (0.791 with, 0.864 without): both agents can infer their choices from the question alone.
-- PPO after cloning changes little: it moves each variant's IQM by -0.042 to +0.011 (the JSON's
-  ``heldout_accuracy_after_bc_only``); the train split is solved (train accuracy ~1.0) and PPO
-  only fine-tunes gently (``RL_LR``).
-- Growth does not beat training from scratch at this budget: the grown -7 scores 0.030 below -7
-  from scratch (lower on every seed, CIs overlapping). Deepening [2,2] into [2,2,2] does not keep
-  the trained function (seed 0: the grown net scores 0.18 before any training, since the composer
-  now hears a new layer), so it has to re-learn; the earlier +0.144 of growth (small budgets,
-  before the word vectors) came from scratch runs that had not converged.
+  (0.853 with, 0.877 without): both agents can infer their choices from the question alone.
+- Growth: NeuroMAS-7 grown from each seed's trained -5, then given the same recipe as -7 from
+  scratch (equal steps after growth), scores 0.901 against 0.867, higher on every seed (0.908 /
+  0.871 / 0.924 against 0.894 / 0.798 / 0.910); the CIs overlap. Growth is exact: each grown net,
+  before any training, scores what its -5 did (``grown_at_growth_per_seed``), because the new layer
+  starts as relays (residual messages, ``orchestrl/policies/neuromas/growth.py``). The grown net has
+  had the -5's training too; that head start is what growth buys (without relays, the grown net
+  started at 0.18 and ended 0.030 below scratch).
+- PPO after cloning changes little: it moves each variant's IQM by -0.03 to +0.03 (the JSON's
+  ``heldout_accuracy_after_bc_only``); the train split is solved (train accuracy ~1.0). It cost
+  single runs up to 0.08 until the warm start also fitted the auxiliary reward head (see
+  ``orchestrl/policies/neuromas/warm_start.py``).
 - speaker_listener needs far more than 20k steps: both variants are still at the start of
   learning; their CIs overlap.
 """

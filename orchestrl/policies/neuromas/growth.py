@@ -36,9 +36,9 @@ from orchestrl.policies.neuromas.network import NeuromasNet
 from orchestrl.policies.neuromas.topology import Topology
 
 NODE_PARAMS = ("node_embedding.weight", "message_mix", "backbone.adapter_down", "backbone.adapter_up")
+"""Parameters with one row per node (indexed by node position in the topology)."""
 RELAY = (0.0, 1.0)
 """A new layer's message mix: pass the lane's message on, add nothing of its own."""
-"""Parameters with one row per node (indexed by node position in the topology)."""
 
 
 def source_node(name: str, small: Topology) -> str | None:
