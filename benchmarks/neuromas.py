@@ -24,7 +24,7 @@ Each figure is the IQM over seeds with a 95% stratified-bootstrap CI (``orchestr
 Prints one JSON object and writes ``neuromas.png`` (``--out``).
 
 Run:
-    python benchmarks/neuromas.py --quick   # 3 seeds, small budgets (4.6 min here): the pipeline
+    python benchmarks/neuromas.py --quick   # 3 seeds, small budgets (4.9 min here): the pipeline
     python benchmarks/neuromas.py           # 3 seeds, full budgets: 43 minutes here, 2 runs at a time
     python benchmarks/neuromas.py --variants neuromas5 neuromas5_cut --no-mpe   # a subset
     python benchmarks/neuromas.py --score <checkpoint>   # a trained run, on every question of each split
