@@ -21,8 +21,9 @@ def net(
     torch.manual_seed(0)
     cfg = NetConfig(dim=16, heads=2, hidden=(16,), messages=messages, observe=observe)
     model = NeuromasNet(SPEC, topology, cfg).eval()
-    with torch.no_grad():  # residual messages in use too (b_v = 0 at init)
-        model.message_mix.uniform_(0.5, 1.5)
+    if model.lanes:
+        with torch.no_grad():  # residual messages in use too (b_v = 0 at init)
+            model.message_mix.uniform_(0.5, 1.5)
     return model
 
 
@@ -71,6 +72,7 @@ def test_cut_messages_leave_every_agent_on_its_own() -> None:
     assert changed_nodes(model, "a") == {"a"}
     assert changed_nodes(model, "c") == {"c"}
     assert model.senders == ()
+    assert not hasattr(model, "message_mix")  # no residual messages either: no unused parameters
 
 
 def test_an_agents_action_depends_on_its_ancestors_only() -> None:

@@ -153,8 +153,8 @@ class NeuromasNet(nn.Module):
         self.senders = topology.senders() if cfg.messages != "none" else ()
         self.sender_slot = {node: i for i, node in enumerate(self.senders)}
         self.lanes = {v: lane for v in self.senders if (lane := topology.lane(v)) in self.sender_slot}
-        self.message_mix = nn.Parameter(torch.tensor([[1.0, 0.0]]).repeat(n_nodes, 1))
-        """Per node (a_v, b_v): its own message and its lane's, in what it sends on."""
+        if self.lanes:  # per node (a_v, b_v): its own message and its lane's, in what it sends on
+            self.message_mix = nn.Parameter(torch.tensor([[1.0, 0.0]]).repeat(n_nodes, 1))
         if cfg.messages == "continuous":
             self.message = nn.Linear(d, d)
         elif cfg.messages == "discrete":
