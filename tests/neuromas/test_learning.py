@@ -16,7 +16,7 @@ from orchestrl.platform.inprocess import InProcessTrainer
 from orchestrl.policies.neuromas.algorithm import WarmStart
 from orchestrl.policies.neuromas.learner import KNOBS_KEY
 from orchestrl.policies.neuromas.team_env import TEAM
-from orchestrl.policies.neuromas.warm_start import collect_demonstrations, returns_to_go
+from orchestrl.policies.neuromas.warm_start import collect_demonstrations
 
 
 def trainer_for(experiment, env: str, lr: float = 3e-4, **knobs) -> tuple[InProcessTrainer, dict]:
@@ -127,7 +127,13 @@ def test_two_training_iterations_in_process(experiment, env: str, knobs: dict) -
 
 
 def test_demonstrations_carry_the_experts_discounted_returns(experiment) -> None:
-    assert returns_to_go([1.0, 0.0, 2.0], gamma=0.5) == [1.5, 1.0, 2.0]
+    orchestration = build_ppo_config(validate_config(experiment("orchestration"))).env_config
+    demos = collect_demonstrations(orchestration, 5, gamma=0.5)  # 2-round episodes; the 3rd played out
+    assert demos.returns.shape == (5,)
+    for first in (0, 2):  # G_0 = r_0 + 0.5 r_1, G_1 = r_1: no return reaches into the next episode
+        assert demos.rewards[first + 2] != 0  # (so a return summed across episodes would differ)
+        r0, r1 = demos.rewards[first : first + 2]
+        np.testing.assert_allclose(demos.returns[first : first + 2], [r0 + 0.5 * r1, r1], rtol=1e-6)
     env_config = build_ppo_config(validate_config(experiment("text2sql"))).env_config
     demos = collect_demonstrations(env_config, 8)
     assert demos.returns.shape == demos.rewards.shape == (8,)

@@ -34,7 +34,9 @@ from typing import Any
 
 import numpy as np
 import torch
+import torch.nn.functional as F
 from ray.rllib.core.columns import Columns
+from ray.rllib.evaluation.postprocessing import discount_cumsum
 
 from orchestrl.policies.neuromas.team_env import TEAM, NeuromasTeamEnv
 
@@ -55,15 +57,6 @@ class Demonstrations:
 
     def batch(self, index: np.ndarray | slice) -> tuple[dict[str, Any], torch.Tensor]:
         return map_tree(self.obs, lambda x: torch.as_tensor(x[index])), torch.as_tensor(self.actions[index])
-
-
-def returns_to_go(rewards: list[float], gamma: float) -> list[float]:
-    """G_t = r_t + gamma * G_(t+1) over one episode."""
-    out, running = [], 0.0
-    for r in reversed(rewards):
-        running = r + gamma * running
-        out.append(running)
-    return out[::-1]
 
 
 def collect_demonstrations(
@@ -90,7 +83,7 @@ def collect_demonstrations(
             )
             episode.append(float(reward[TEAM]))
             if terminated["__all__"] or truncated["__all__"]:
-                returns += returns_to_go(episode, gamma)
+                returns += discount_cumsum(np.asarray(episode), gamma).tolist()
                 rewards += episode
                 episode = []
                 obs, _ = env.reset()
@@ -125,7 +118,7 @@ def behaviour_cloning(
     optimiser = torch.optim.Adam(policy + judges, lr=lr)
     mode = "gumbel" if module.discrete else "greedy"
     dist_cls = module.env_action_dist_cls()
-    history: dict[str, list[float]] = {"bc": [], "value": [], "aux": []}
+    history: dict[str, list[float]] = {"bc": [], "value": [], **({"aux": []} if len(heads) > 1 else {})}
     module.train()
     for _ in range(epochs):
         order = generator.permutation(len(demos))
@@ -136,9 +129,10 @@ def behaviour_cloning(
             batch = {Columns.OBS: obs}
             out = module.run_graph(batch, mode, token_dropout=token_dropout)
             bc = -dist_cls.from_logits(out.env_logits).logp(actions).mean()
-            fits = {"value": mse(values(module, batch, out), demos.returns[index])}
+            fits = {"value": F.mse_loss(values(module, batch, out), torch.as_tensor(demos.returns[index]))}
             if module.aux_head is not None:
-                fits["aux"] = mse(module.reward_prediction(batch, out.states.detach()), demos.rewards[index])
+                predicted = module.reward_prediction(batch, out.states.detach())
+                fits["aux"] = F.mse_loss(predicted, torch.as_tensor(demos.rewards[index]))
             optimiser.zero_grad()
             bc.backward()
             torch.nn.utils.clip_grad_norm_(policy, 1.0)
@@ -150,11 +144,7 @@ def behaviour_cloning(
         for key in history:
             history[key].append(totals[key] / len(demos))
     module.eval()
-    return {key: losses for key, losses in history.items() if key != "aux" or module.aux_head is not None}
-
-
-def mse(prediction: torch.Tensor, target: np.ndarray) -> torch.Tensor:
-    return ((prediction - torch.as_tensor(target)) ** 2).mean()
+    return history
 
 
 def values(module: Any, batch: dict[str, Any], out: Any) -> torch.Tensor:
