@@ -72,11 +72,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import multiprocessing
 import sys
 import tempfile
 import time
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, wait
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -88,14 +87,14 @@ from orchestrl.envs.rllib_env import env_config
 from orchestrl.platform.builder import build_ppo_config
 from orchestrl.platform.config import validate_config
 from orchestrl.platform.inprocess import InProcessTrainer
-from orchestrl.platform.runtime import quiet_environment, silence_noise
+from orchestrl.platform.runtime import quiet_environment, silence_noise, worker_pool
 from orchestrl.platform.stats import aggregate
 from orchestrl.policies.neuromas.algorithm import WarmStart
 from orchestrl.policies.neuromas.growth import grow
 from orchestrl.policies.neuromas.learner import KNOBS_KEY
 from orchestrl.policies.neuromas.network import parameter_count
 from orchestrl.policies.neuromas.team_env import TEAM, NeuromasTeamEnv
-from orchestrl.policies.neuromas.warm_start import map_tree, stack_tree
+from orchestrl.policies.trees import map_tree, stack_tree
 
 
 @dataclass(frozen=True)
@@ -333,18 +332,6 @@ def score_checkpoint(path: str) -> dict[str, Any]:
     result = {"checkpoint": str(path), "execution_accuracy": result}
     print(json.dumps(result, indent=2))
     return result
-
-
-def worker_pool(jobs: int, root: Path) -> ProcessPoolExecutor:
-    """``jobs`` fresh (spawned) processes, each with one torch thread and the run dir's settings."""
-    context = multiprocessing.get_context("spawn")
-    return ProcessPoolExecutor(jobs, mp_context=context, initializer=_init_worker, initargs=(str(root),))
-
-
-def _init_worker(root: str) -> None:
-    torch.set_num_threads(1)
-    quiet_environment(Path(root))
-    silence_noise(verbose=False)
 
 
 def run_text2sql(

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import multiprocessing
 import os
 import secrets
 import sys
 import warnings
 from collections.abc import Iterator
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from orchestrl.platform.config import ResourcesSection
@@ -40,6 +42,21 @@ def silence_noise(verbose: bool) -> None:
     warnings.filterwarnings("ignore", message=".*Box.*precision.*")
     for name in ("ray", "ray.rllib", "ray.tune", "mlflow", "alembic"):
         logging.getLogger(name).setLevel(logging.ERROR)
+
+
+def worker_pool(jobs: int, run_dir: Path) -> ProcessPoolExecutor:
+    """``jobs`` fresh (spawned) processes for independent in-process runs (a benchmark's seeds):
+    each with one torch thread and the run dir's environment defaults."""
+    context = multiprocessing.get_context("spawn")
+    return ProcessPoolExecutor(jobs, mp_context=context, initializer=_init_worker, initargs=(str(run_dir),))
+
+
+def _init_worker(run_dir: str) -> None:
+    quiet_environment(Path(run_dir))
+    silence_noise(verbose=False)
+    import torch
+
+    torch.set_num_threads(1)
 
 
 def _local_auth_token(path: Path) -> None:

@@ -39,6 +39,7 @@ from ray.rllib.core.columns import Columns
 from ray.rllib.evaluation.postprocessing import discount_cumsum
 
 from orchestrl.policies.neuromas.team_env import TEAM, NeuromasTeamEnv
+from orchestrl.policies.trees import map_tree, stack_tree
 
 
 @dataclass
@@ -150,18 +151,3 @@ def behaviour_cloning(
 def values(module: Any, batch: dict[str, Any], out: Any) -> torch.Tensor:
     """V(s) as the PPO loss computes it (discrete messages: recomputed with expected tokens)."""
     return module.compute_values(batch, None if module.discrete else out.states)
-
-
-def stack_tree(items: list[Any]) -> Any:
-    """A list of (nested dict) observations -> one tree of arrays with a leading batch axis."""
-    first = items[0]
-    if isinstance(first, dict):
-        return {k: stack_tree([item[k] for item in items]) for k in first}
-    return np.stack([np.asarray(item) for item in items])
-
-
-def map_tree(tree: Any, fn: Any) -> Any:
-    """``fn`` applied to every leaf of a nested dict."""
-    if isinstance(tree, dict):
-        return {k: map_tree(v, fn) for k, v in tree.items()}
-    return fn(tree)
