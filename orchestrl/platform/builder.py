@@ -18,7 +18,8 @@ from orchestrl.envs.registry import get_env
 from orchestrl.envs.rllib_env import RegisteredEnv, env_config
 from orchestrl.platform.algos import get_algorithm
 from orchestrl.platform.callbacks import OrchestrlCallbacks
-from orchestrl.platform.config import ExperimentConfig
+from orchestrl.platform.config import ConfigError, ExperimentConfig
+from orchestrl.policies.behaviour_cloning import WARM_START_KEY, WarmStartSettings
 
 log = logging.getLogger(__name__)
 
@@ -62,7 +63,22 @@ def build_ppo_config(
     env = env or probe_env(cfg)
     algo = get_algorithm(cfg.algorithm.name)
     knobs = algo.config_class.model_validate(cfg.algorithm.knobs())
-    return algo.configure(base_ppo_config(cfg, gpus_available=gpus_available), cfg, knobs, env)
+    ppo = algo.configure(base_ppo_config(cfg, gpus_available=gpus_available), cfg, knobs, env)
+    return with_warm_start(ppo, cfg)
+
+
+def with_warm_start(ppo: PPOConfig, cfg: ExperimentConfig) -> PPOConfig:
+    """Hands the ``warm_start:`` section to the learners (run by the platform callbacks once the
+    algorithm is built); rejects algorithms and envs it cannot apply to."""
+    ws = cfg.warm_start
+    if not ws.episodes:
+        return ppo
+    if cfg.algorithm.name == "neuromas":
+        raise ConfigError("warm_start: neuromas clones its team with algorithm.bc_epochs instead")
+    if not callable(getattr(get_env(cfg.env.name).load(), "expert_actions", None)):
+        raise ConfigError(f"warm_start: env '{cfg.env.name}' has no expert_actions() to clone")
+    settings = WarmStartSettings(ws.episodes, ws.epochs, ws.batch_size, ws.lr, seed=cfg.seed)
+    return ppo.training(learner_config_dict={WARM_START_KEY: settings})
 
 
 def base_ppo_config(cfg: ExperimentConfig, *, gpus_available: float | None = None) -> PPOConfig:

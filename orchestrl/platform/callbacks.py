@@ -7,13 +7,18 @@ An env may put, at an episode's last step:
 - ``infos[agent]["artifacts"] = {filename: text}`` (LEMON's spec YAML and generated pipeline).
   Each env-runner process keeps the files of its best episode (by ``metrics["score"]``, else the
   episode return); the trainer collects them at the end and logs the best as MLflow artifacts.
+
+Before the first iteration they run the experiment's ``warm_start`` (behaviour cloning), if any.
 """
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from ray.rllib.callbacks.callbacks import RLlibCallback
+
+log = logging.getLogger(__name__)
 
 ENV_METRIC_PREFIX = "env/"
 
@@ -41,6 +46,22 @@ def episode_metrics(last_infos: dict[str, Any]) -> dict[str, float]:
 
 
 class OrchestrlCallbacks(RLlibCallback):
+    def on_algorithm_init(self, *, algorithm: Any, metrics_logger: Any = None, **kwargs: Any) -> None:
+        """Runs the experiment's ``warm_start`` (behaviour cloning), if any, before the first
+        iteration, and pushes the cloned weights to every env runner."""
+        from orchestrl.platform.warmstart import sync_learner_weights
+        from orchestrl.policies.behaviour_cloning import WARM_START_KEY, ActorWarmStart
+
+        config = algorithm.config
+        settings = (config.learner_config_dict or {}).get(WARM_START_KEY)
+        if settings is None:
+            return
+        warm_start = ActorWarmStart(settings, dict(config.env_config), config.policy_mapping_fn)
+        for result in algorithm.learner_group.foreach_learner(warm_start):
+            for module_id, losses in result.get().items():
+                log.info("warm start of %s: BC loss %.3f -> %.3f", module_id, losses[0], losses[-1])
+        sync_learner_weights(algorithm)
+
     def on_episode_end(self, *, episode: Any, metrics_logger: Any = None, **kwargs: Any) -> None:
         last_infos = episode.get_infos(-1)
         _keep_if_best(last_infos, float(episode.get_return()))

@@ -55,6 +55,17 @@ class ModelSection(_Section):
     activation: Literal["tanh", "relu", "silu"] = "tanh"
 
 
+class WarmStartSection(_Section):
+    """Behaviour cloning of every actor on the env's expert before RL (ippo, mappo, coma, lemon;
+    neuromas has its own ``algorithm.bc_*`` knobs). See ``orchestrl.policies.behaviour_cloning``."""
+
+    episodes: int = Field(0, ge=0)
+    """Expert episodes on training tasks to clone (0: no warm start)."""
+    epochs: int = Field(6, ge=1)
+    batch_size: int = Field(64, ge=1)
+    lr: float = Field(1e-3, gt=0)
+
+
 class TrainingSection(_Section):
     """PPO's optimisation knobs, shared by every PPO-based algorithm."""
 
@@ -135,6 +146,7 @@ class ExperimentConfig(_Section):
     algorithm: AlgorithmSection
     model: ModelSection = Field(default_factory=ModelSection)
     training: TrainingSection = Field(default_factory=TrainingSection)
+    warm_start: WarmStartSection = Field(default_factory=WarmStartSection)
     resources: ResourcesSection = Field(default_factory=ResourcesSection)
     evaluation: EvaluationSection = Field(default_factory=EvaluationSection)
     tracking: TrackingSection = Field(default_factory=TrackingSection)

@@ -18,7 +18,18 @@ class InProcessTrainer:
         self.config = ppo_config
         self.runner = MultiAgentEnvRunner(config=ppo_config)
         self.learner = ppo_config.build_learner(env=None, spaces=self.runner.get_spaces())
+        self.warm_start = self._warm_start()
+        """The BC loss per module and epoch of the experiment's ``warm_start`` ({} without one)."""
         self.sync_weights()
+
+    def _warm_start(self) -> dict[str, list[float]]:
+        from orchestrl.policies.behaviour_cloning import WARM_START_KEY, ActorWarmStart
+
+        settings = (self.config.learner_config_dict or {}).get(WARM_START_KEY)
+        if settings is None:
+            return {}
+        env_config = dict(self.config.env_config)
+        return ActorWarmStart(settings, env_config, self.config.policy_mapping_fn)(self.learner)
 
     def sample(self, num_timesteps: int | None = None) -> list:
         n = num_timesteps or self.config.train_batch_size_per_learner

@@ -1,4 +1,5 @@
-"""Carrying module weights from a checkpoint into a freshly built algorithm (curriculum stages).
+"""Carrying module weights into a freshly built algorithm: from a checkpoint (curriculum stages), or
+from the learner itself after a warm start changed it in place (:func:`sync_learner_weights`).
 
 A stage of a curriculum is a new run: new env (more agents, another level), new algorithm, same
 module ids. Its modules start from the previous stage's. The weights go into the learner first.
@@ -182,6 +183,30 @@ def push_weights_to_env_runners(algo: Any) -> None:
         runners.sync_weights(
             from_worker_or_learner_group=algo.learner_group, inference_only=True, timeout_seconds=30
         )
+
+
+def sync_learner_weights(algo: Any) -> float:
+    """After a warm start changed the learner's modules in place (behaviour cloning, NeuroMAS
+    growth): every learner takes the first one's weights, every env runner the learner's. Returns
+    the largest |difference| read back from the runners (0.0); raises :class:`CarryError` otherwise."""
+    group = algo.learner_group
+    if not group.is_local:  # a warm start ran on each learner; all must start from the same weights
+        group.set_state(
+            {
+                "learner": {
+                    "rl_module": group.get_state(components="learner/rl_module")["learner"]["rl_module"]
+                }
+            }
+        )
+    push_weights_to_env_runners(algo)
+    inference = group.get_state(components="learner/rl_module", inference_only=True)["learner"]["rl_module"]
+    expected = {mid: {k: np.asarray(v) for k, v in state.items()} for mid, state in inference.items()}
+    gap = runner_weight_gap(algo, expected)
+    if gap != 0.0:
+        raise CarryError(
+            f"env runners do not hold the warm-started weights after the sync (max |diff| {gap:g})"
+        )
+    return gap
 
 
 def runner_weight_gap(algo: Any, expected: dict[str, dict[str, np.ndarray]]) -> float:

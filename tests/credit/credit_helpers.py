@@ -4,9 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+import torch
+from ray.rllib.core.columns import Columns
+
 from orchestrl.platform.builder import build_ppo_config
 from orchestrl.platform.config import validate_config
 from orchestrl.platform.inprocess import InProcessTrainer
+from orchestrl.policies.trees import map_tree
 
 ONE_AGENT_MATTERS = [[1.0, 1.0], [0.0, 0.0]]
 """agent_0's row decides the payoff; agent_1's column never does."""
@@ -29,3 +34,12 @@ def tiny(algo: str, env: str = "matrix_game", *, kwargs: dict | None = None, **s
 
 def trainer(data: dict) -> InProcessTrainer:
     return InProcessTrainer(build_ppo_config(validate_config(data)))
+
+
+def expert_agreement(module, demos) -> np.ndarray:
+    """Per action component: how often the module's greedy action equals the expert's."""
+    obs = map_tree(demos.obs, torch.as_tensor)
+    with torch.no_grad():
+        logits = module.forward_inference({Columns.OBS: obs})[Columns.ACTION_DIST_INPUTS]
+    greedy = module.get_inference_action_dist_cls().from_logits(logits).to_deterministic().sample()
+    return (greedy.numpy() == demos.actions).mean(axis=0)

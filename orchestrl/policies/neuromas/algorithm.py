@@ -12,7 +12,6 @@ import logging
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 from ray.rllib.policy.policy import PolicySpec
@@ -20,6 +19,7 @@ from ray.rllib.policy.policy import PolicySpec
 from orchestrl.envs.registry import get_env
 from orchestrl.platform.callbacks import OrchestrlCallbacks
 from orchestrl.platform.config import ConfigError
+from orchestrl.platform.warmstart import sync_learner_weights
 from orchestrl.policies.modules import AgentToModule
 from orchestrl.policies.neuromas.learner import KNOBS_KEY, NeuromasLearner
 from orchestrl.policies.neuromas.module import NeuromasModule, build_topology
@@ -236,15 +236,6 @@ class WarmStart:
         return report
 
 
-def fingerprint(state: dict[str, Any]) -> np.ndarray:
-    """A cheap summary of a module state (sum and sum of squares per tensor, key-sorted)."""
-    values = []
-    for key in sorted(state):
-        arr = np.asarray(state[key], dtype=np.float64)
-        values += [arr.sum(), (arr**2).sum()]
-    return np.asarray(values)
-
-
 class NeuromasCallbacks(OrchestrlCallbacks):
     """Runs the warm start once the algorithm is built, then syncs and verifies env-runner weights."""
 
@@ -260,55 +251,5 @@ class NeuromasCallbacks(OrchestrlCallbacks):
                 log.info("neuromas critic fit to the expert's returns: %.3f", report["bc_value_loss"][-1])
             if "growth" in report:
                 log.info("neuromas growth: %s", report["growth"])
-        if not group.is_local:  # every learner must start from the same weights
-            group.set_state(
-                {
-                    "learner": {
-                        "rl_module": group.get_state(components="learner/rl_module")["learner"]["rl_module"]
-                    }
-                }
-            )
-        log.info("neuromas warm start: weights verified on %d env-runner modules", sync_and_verify(algorithm))
-
-
-def sync_and_verify(algorithm: Any) -> int:
-    """Pushes the learner's weights to every env runner (and evaluation runner) and checks that
-    each runner's module now holds exactly those weights.
-
-    Synchronous on purpose: RLlib's own ``sync_weights`` is fire-and-fetch-ready for remote runners,
-    and a weight push that is still in flight can be dropped silently. Returns how many runner
-    modules were checked.
-    """
-    state = algorithm.learner_group.get_state(components=f"learner/rl_module/{TEAM}", inference_only=True)
-    team_state = state["learner"]["rl_module"][TEAM]
-    expected = fingerprint(team_state)
-    groups = [g for g in (algorithm.env_runner_group, getattr(algorithm, "eval_env_runner_group", None)) if g]
-    checked = 0
-    for group in groups:
-        group.fetch_ready_async_reqs(tags="set_state", timeout_seconds=30)  # drain older pushes first
-        group.foreach_env_runner(_SetTeamState(team_state), local_env_runner=True)
-        for got in group.foreach_env_runner(_runner_fingerprint, local_env_runner=True):
-            if got is None:
-                continue
-            if not np.allclose(got, expected, rtol=1e-6, atol=1e-6):
-                raise RuntimeError(
-                    "neuromas warm start: an env runner did not receive the warm-started weights"
-                )
-            checked += 1
-    return checked
-
-
-class _SetTeamState:
-    def __init__(self, state: dict[str, Any]) -> None:
-        self.state = state
-
-    def __call__(self, runner: Any) -> None:
-        if getattr(runner, "module", None) is not None and TEAM in runner.module:
-            runner.module[TEAM].set_state(self.state)
-
-
-def _runner_fingerprint(runner: Any) -> np.ndarray | None:
-    module = getattr(runner, "module", None)
-    if module is None or TEAM not in module:
-        return None
-    return fingerprint(module[TEAM].get_state(inference_only=True))
+        sync_learner_weights(algorithm)
+        log.info("neuromas warm start: the env runners hold the warm-started weights")

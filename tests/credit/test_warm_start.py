@@ -1,0 +1,40 @@
+"""The behaviour-cloning warm start of actor-critic teams: it clones the env's expert into every
+actor (in-process, no Ray), and its bad configurations fail with one clear line."""
+
+from __future__ import annotations
+
+import pytest
+from credit_helpers import expert_agreement, tiny, trainer
+
+from orchestrl.platform.builder import build_ppo_config
+from orchestrl.platform.config import ConfigError, validate_config
+from orchestrl.policies.behaviour_cloning import collect_agent_demonstrations
+
+
+@pytest.mark.parametrize("algo", ["ippo", "lemon"])
+def test_warm_start_clones_the_expert_into_every_actor(algo: str) -> None:
+    data = tiny(
+        algo,
+        "orchestration",
+        kwargs={"level": 2, "task_pool": 50},
+        model={"hidden": [128, 128]},
+        warm_start={"episodes": 40, "epochs": 25, "batch_size": 64},
+    )
+    t = trainer(data)
+    try:
+        (losses,) = t.warm_start.values()
+        assert losses[-1] < 0.25 * losses[0]
+        fresh = collect_agent_demonstrations(t.config.env_config, 10, seed=1000)  # tasks it never saw
+        for agent, demos in fresh.items():
+            assert expert_agreement(t.runner.module["shared"], demos).min() > 0.7, agent
+    finally:
+        t.stop()
+
+
+def test_warm_start_needs_an_env_with_an_expert_and_an_actor_critic_algorithm() -> None:
+    spread = tiny("mappo", "simple_spread", kwargs={"N": 2}, warm_start={"episodes": 4})
+    with pytest.raises(ConfigError, match="env 'simple_spread' has no expert_actions"):
+        build_ppo_config(validate_config(spread))
+    neuromas = tiny("neuromas", "orchestration", kwargs={"level": 1}, warm_start={"episodes": 4})
+    with pytest.raises(ConfigError, match=r"neuromas clones its team with algorithm\.bc_epochs"):
+        build_ppo_config(validate_config(neuromas))
