@@ -38,3 +38,9 @@ def test_warm_start_needs_an_env_with_an_expert_and_an_actor_critic_algorithm() 
     neuromas = tiny("neuromas", "orchestration", kwargs={"level": 1}, warm_start={"episodes": 4})
     with pytest.raises(ConfigError, match=r"neuromas clones its team with algorithm\.bc_epochs"):
         build_ppo_config(validate_config(neuromas))
+
+
+def test_a_bad_warm_start_value_names_its_key() -> None:
+    data = tiny("ippo", "orchestration", kwargs={"level": 1}, warm_start={"episodes": 10, "epochs": 0})
+    with pytest.raises(ConfigError, match=r"warm_start\.epochs"):
+        validate_config(data)
