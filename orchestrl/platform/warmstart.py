@@ -191,21 +191,14 @@ def sync_learner_weights(algo: Any) -> float:
     the largest |difference| read back from the runners (0.0); raises :class:`CarryError` otherwise."""
     group = algo.learner_group
     if not group.is_local:  # a warm start ran on each learner; all must start from the same weights
-        group.set_state(
-            {
-                "learner": {
-                    "rl_module": group.get_state(components="learner/rl_module")["learner"]["rl_module"]
-                }
-            }
-        )
+        modules = group.get_state(components="learner/rl_module")["learner"]["rl_module"]
+        group.set_state({"learner": {"rl_module": modules}})
     push_weights_to_env_runners(algo)
     inference = group.get_state(components="learner/rl_module", inference_only=True)["learner"]["rl_module"]
     expected = {mid: {k: np.asarray(v) for k, v in state.items()} for mid, state in inference.items()}
     gap = runner_weight_gap(algo, expected)
     if gap != 0.0:
-        raise CarryError(
-            f"env runners do not hold the warm-started weights after the sync (max |diff| {gap:g})"
-        )
+        raise CarryError(f"env runners do not hold the warm-started weights (max |diff| {gap:g})")
     return gap
 
 

@@ -27,11 +27,13 @@ from orchestrl.policies.actor_critic import ActorCriticModule
 from orchestrl.policies.trees import concat_trees, map_tree, stack_tree
 
 WARM_START_KEY = "expert_warm_start"
-"""``learner_config_dict`` key holding the :class:`WarmStartSettings` (as a dict)."""
+"""``learner_config_dict`` key holding the experiment's :class:`WarmStartSettings`."""
 
 
 @dataclass(frozen=True)
 class WarmStartSettings:
+    """The ``warm_start:`` section as the learners get it (plus the experiment's seed)."""
+
     episodes: int
     epochs: int
     batch_size: int = 64
@@ -110,7 +112,8 @@ def clone_actors(
             for start in range(0, len(order), settings.batch_size):
                 index = order[start : start + settings.batch_size]
                 batch = {Columns.OBS: map_tree(obs, lambda x, i=index: torch.as_tensor(x[i]))}
-                loss = -dist_cls.from_logits(module._logits(batch)).logp(actions[index]).mean()
+                logits = module.forward_train(batch)[Columns.ACTION_DIST_INPUTS]
+                loss = -dist_cls.from_logits(logits).logp(actions[index]).mean()
                 optimiser.zero_grad()
                 loss.backward()
                 optimiser.step()
@@ -130,5 +133,5 @@ class ActorWarmStart:
 
     def __call__(self, learner: Any, **kwargs: Any) -> dict[str, list[float]]:
         demos = collect_agent_demonstrations(self.env_config, self.settings.episodes, self.settings.seed)
-        modules = {mid: m.unwrapped() for mid, m in learner.module._rl_modules.items()}
+        modules = {mid: m.unwrapped() for mid, m in learner.module.items()}
         return clone_actors(modules, demos, self.agent_to_module, self.settings)
