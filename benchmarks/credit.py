@@ -2,15 +2,21 @@
 
 What it runs: ippo, mappo, coma and lemon (``advantage: replay``; only on envs with a
 counterfactual API) with 5 seeds each and equal env-step budgets, in-process (InProcessTrainer, no
-Ray, one torch thread), on
+Ray, one torch thread), two runs at a time (``--jobs``), on
 
 - ``orchestration_l2`` / ``orchestration_l3``: the LEMON env at levels 2 (3 agents) and 3
-  (5 agents), 2 rounds per episode, one shared team reward; trained on the train split, the greedy
-  policy evaluated every 100 env steps on 10 held-out tasks; budget 1,000 env steps;
-  metric: held-out success (the held-out team return, summed over agents, is reported too);
+  (5 agents), 2 rounds per episode, one shared team reward, trained on the train split's first
+  1,000 tasks. Every algorithm starts from the same warm start (``warm_start:``, the env's expert
+  cloned into the actor on 100 training tasks for 6 epochs: LEMON's supervised start on valid
+  specs, kept short so that no run starts at the threshold), then PPO with the same settings (250
+  env steps per iteration, lr 5e-4, no entropy bonus). Budgets: 4,000 (level 2) and 8,000 (level
+  3) env steps. The greedy policy is evaluated right after the warm start and every 1,000 env
+  steps on the same 30 held-out tasks; metric: held-out success (the held-out team return, summed
+  over agents, is reported too);
 - ``simple_spread``: MPE, N=3, 25-step episodes, ``local_ratio=0`` (one shared team reward for
-  every algorithm); budget 30,000 env steps; metric: team return of the sampled policy on 10
-  fresh episodes, SUMMED over the 3 agents (no success threshold: ``steps_to_0_8`` is null).
+  every algorithm), from scratch; budget 30,000 env steps; metric: team return of the sampled
+  policy on 10 fresh episodes, SUMMED over the 3 agents (no success threshold: ``steps_to_0_8``
+  is null).
 
 Reported per env (JSON keyed by env name): ``final_iqm`` / ``ci95`` (IQM over seeds of the last
 evaluation, 95% stratified-bootstrap CI, ``orchestrl.platform.stats``), ``steps_to_0_8`` (env steps
@@ -19,25 +25,26 @@ bands, and ``lemon_counterfactual_cost``: extra executions, node re-runs and the
 against the rest of LEMON's training time, next to LEMON's reported +12%.
 
 Run:
-    .venv/bin/python benchmarks/credit.py --quick     # 2 seeds, level 2 + simple_spread, smoke only
+    .venv/bin/python benchmarks/credit.py --quick     # 2 seeds, level 2 (2,000 steps) + simple_spread
     .venv/bin/python benchmarks/credit.py             # the full benchmark
 It prints the JSON and writes ``credit.json`` + ``credit.png`` under ``--out``
 (default ``runs/bench/credit``).
 
-Expected (measured, 2026-11-30, before the stage-wise process reward and task_pool of the LEMON env
-landed; 2 cores shared with other jobs; full run 19 min on a quiet machine,
-59 min under load average 8-14; ``--quick`` 51 s quiet, 3.5 min loaded):
+Expected (measured 2026-11-30 on the idle 2-core machine; full run 35.5 min):
 
-- no algorithm reaches 0.8 held-out success on either orchestration level in 1,000 env steps
-  from scratch (final success IQM 0.00 for all four; ``steps_to_0_8`` null);
-- orchestration level 3, held-out team return IQM [95% CI]: lemon 0.36 [0.29, 0.42], mappo -0.23
-  [-0.90, 0.39], coma -0.76 [-1.31, -0.02], ippo -0.89 [-1.34, 0.04] (the loaded run: lemon 0.33,
-  mappo -0.36, coma -0.40, ippo -0.75); level 2: all four between 0.28 and 0.46, overlapping;
-- simple_spread, sampled-policy team return IQM: ippo -145.9 [-152.6, -135.0], mappo -149.0
-  [-162.6, -133.8], coma -166.4 [-210.2, -140.4] (coma trails mappo, intervals overlap);
-- LEMON's counterfactual cost: 2.9 (level 2) and 4.6 (level 3) extra spec executions per episode,
-  about 0.5 nodes actually re-run per execution thanks to the node cache, and 11.8% / 9.5% extra
-  wall time over the rest of LEMON's runs (sampling, learning, evaluation; LEMON reports +12%).
+- orchestration level 3, held-out success IQM [95% CI] after 8,000 env steps, from 0.53 after the
+  warm start: lemon 0.88 [0.83, 0.92], mappo 0.33 [0.19, 0.44], ippo 0.24 [0.19, 0.34], coma
+  0.07 [0.00, 0.37]. Only lemon reaches 0.8: its IQM curve at 6,000 env steps (per seed 5,000 /
+  6,000 / 6,000 / 8,000 / 8,000); the others fall below their warm start within the first
+  1,000 steps and never get there in the budget;
+- level 2 after 4,000 env steps, from 0.47: lemon 0.67 [0.52, 0.80], ippo 0.56 [0.41, 0.60], mappo
+  0.33 [0.26, 0.51], coma 0.33 [0.19, 0.59]; none reaches 0.8 (lemon on 2 of 5 seeds);
+- simple_spread, sampled-policy team return IQM: mappo -145.6 [-152.0, -139.3], ippo -151.5
+  [-161.8, -140.5], coma -167.0 [-199.8, -151.0] (coma trails mappo, as in the literature);
+- LEMON's counterfactual cost: 3.0 (level 2) and 4.6 (level 3) extra spec executions per episode,
+  0.9 / 1.3 nodes actually re-run per execution thanks to the node cache, and +30% / +50% wall
+  time over the rest of LEMON's runs (LEMON reports +12%; the cached task pool makes the rest
+  of a run cheap, so the replays' share grows).
 """
 
 from __future__ import annotations
