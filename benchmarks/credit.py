@@ -25,7 +25,7 @@ bands, and ``lemon_counterfactual_cost``: extra executions, node re-runs and the
 against the rest of LEMON's training time, next to LEMON's reported +12%.
 
 Run:
-    .venv/bin/python benchmarks/credit.py --quick     # 2 seeds, level 2 (2,000 steps) + simple_spread
+    .venv/bin/python benchmarks/credit.py --quick     # 2 seeds, level 2 (2,000 steps) + spread: 2 min
     .venv/bin/python benchmarks/credit.py             # the full benchmark
 It prints the JSON and writes ``credit.json`` + ``credit.png`` under ``--out``
 (default ``runs/bench/credit``).
@@ -353,7 +353,7 @@ def plot(results: dict[str, Any], path: Path) -> None:
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="2 seeds, small budgets (~5 minutes)")
+    parser.add_argument("--quick", action="store_true", help="2 seeds, small budgets (~2 minutes)")
     parser.add_argument("--seeds", type=int, default=None, help="seeds per algorithm (default 5; quick 2)")
     parser.add_argument("--envs", nargs="*", default=None, help="subset of envs to run")
     parser.add_argument("--out", type=Path, default=Path("runs/bench/credit"))

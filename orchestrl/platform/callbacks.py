@@ -50,13 +50,11 @@ class OrchestrlCallbacks(RLlibCallback):
         """Runs the experiment's ``warm_start`` (behaviour cloning), if any, before the first
         iteration, and pushes the cloned weights to every env runner."""
         from orchestrl.platform.warmstart import sync_learner_weights
-        from orchestrl.policies.behaviour_cloning import WARM_START_KEY, ActorWarmStart
+        from orchestrl.policies.behaviour_cloning import configured_warm_start
 
-        config = algorithm.config
-        settings = (config.learner_config_dict or {}).get(WARM_START_KEY)
-        if settings is None:
+        warm_start = configured_warm_start(algorithm.config)
+        if warm_start is None:
             return
-        warm_start = ActorWarmStart(settings, dict(config.env_config), config.policy_mapping_fn)
         for result in algorithm.learner_group.foreach_learner(warm_start):
             for module_id, losses in result.get().items():
                 log.info("warm start of %s: BC loss %.3f -> %.3f", module_id, losses[0], losses[-1])

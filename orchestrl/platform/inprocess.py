@@ -23,13 +23,10 @@ class InProcessTrainer:
         self.sync_weights()
 
     def _warm_start(self) -> dict[str, list[float]]:
-        from orchestrl.policies.behaviour_cloning import WARM_START_KEY, ActorWarmStart
+        from orchestrl.policies.behaviour_cloning import configured_warm_start
 
-        settings = (self.config.learner_config_dict or {}).get(WARM_START_KEY)
-        if settings is None:
-            return {}
-        env_config = dict(self.config.env_config)
-        return ActorWarmStart(settings, env_config, self.config.policy_mapping_fn)(self.learner)
+        warm_start = configured_warm_start(self.config)
+        return warm_start(self.learner) if warm_start is not None else {}
 
     def sample(self, num_timesteps: int | None = None) -> list:
         n = num_timesteps or self.config.train_batch_size_per_learner

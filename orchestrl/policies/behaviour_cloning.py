@@ -36,9 +36,9 @@ class WarmStartSettings:
 
     episodes: int
     epochs: int
-    batch_size: int = 64
-    lr: float = 1e-3
-    seed: int = 0
+    batch_size: int
+    lr: float
+    seed: int
 
 
 @dataclass
@@ -135,3 +135,11 @@ class ActorWarmStart:
         demos = collect_agent_demonstrations(self.env_config, self.settings.episodes, self.settings.seed)
         modules = {mid: m.unwrapped() for mid, m in learner.module.items()}
         return clone_actors(modules, demos, self.agent_to_module, self.settings)
+
+
+def configured_warm_start(config: Any) -> ActorWarmStart | None:
+    """The warm start an RLlib config asks for (``learner_config_dict``), or None."""
+    settings = (config.learner_config_dict or {}).get(WARM_START_KEY)
+    if settings is None:
+        return None
+    return ActorWarmStart(settings, dict(config.env_config), config.policy_mapping_fn)
