@@ -35,8 +35,8 @@ Expected (measured 2026-11-30 on the idle 2-core machine; full run 35.5 min):
 - orchestration level 3, held-out success IQM [95% CI] after 8,000 env steps, from 0.53 after the
   warm start: lemon 0.88 [0.83, 0.92], mappo 0.33 [0.19, 0.44], ippo 0.24 [0.19, 0.34], coma
   0.07 [0.00, 0.37]. Only lemon reaches 0.8: its IQM curve at 6,000 env steps (per seed 5,000 /
-  6,000 / 6,000 / 8,000 / 8,000); the others fall below their warm start within the first
-  1,000 steps and never get there in the budget;
+  6,000 / 6,000 / 8,000 / 8,000). All four first fall below the warm start (0.33-0.36 after
+  1,000 env steps); only lemon climbs back, the others never reach 0.8 in the budget;
 - level 2 after 4,000 env steps, from 0.47: lemon 0.67 [0.52, 0.80], ippo 0.56 [0.41, 0.60], mappo
   0.33 [0.26, 0.51], coma 0.33 [0.19, 0.59]; none reaches 0.8 (lemon on 2 of 5 seeds);
 - simple_spread, sampled-policy team return IQM: mappo -145.6 [-152.0, -139.3], ippo -151.5
@@ -104,8 +104,8 @@ def benches(quick: bool) -> dict[str, Bench]:
     # 0.87 / 0.77 / 0.80 (8): at 8 the threshold is reached before any RL.
     orch_training = {"lr": 5e-4, "num_epochs": 8, "minibatch_size": 250, "entropy_coeff": 0.0}
     # COMA's Q(s,u) term is the sampled TD(lambda) return and its critic gives the counterfactual
-    # baseline, advantages not rescaled. With the critic's own Q (rescaled or not) it unlearnt the
-    # warm start (measured, level 2, seed 0: held-out success 0.70 -> 0.43 in 4,000 env steps).
+    # baseline, advantages not rescaled. With the critic's own Q (rescaled or not) it unlearnt an
+    # 8-epoch warm start (measured, level 2, seed 0: held-out success 0.70 -> 0.43 in 4,000 steps).
     orch_knobs = {"coma": {"critic_warmup": 1, "q_source": "lambda_return", "normalize_advantages": False}}
     spread_training = {"lr": 7e-4, "num_epochs": 5, "minibatch_size": 1000, "entropy_coeff": 0.01}
     iterations = {2: 8, 3: 32} if quick else {2: 16, 3: 32}
