@@ -153,3 +153,19 @@ def test_lambda_return_source_keeps_the_baseline_and_samples_q() -> None:
     batch["q"] = torch.zeros_like(batch["q"])  # a critic that knows nothing yet
     adv, _, _ = piece.module_advantages(FakeQModule(), batch, mask)
     np.testing.assert_allclose(adv[mask], [R[0, 0]] * 2)  # G - b with b = 0
+
+
+def test_centred_advantages_remove_a_critics_offset() -> None:
+    """A critic off by a constant shifts every advantage alike; centring takes the shift out."""
+    pieces = {
+        center: ComaAdvantage(
+            gamma=0.99, lambda_=0.95, agents=["agent_0", "agent_1"], q_source="lambda_return", center=center
+        )
+        for center in (False, True)
+    }
+    batch, mask = one_step_batch(0, 1)
+    batch["q"] = torch.full_like(batch["q"], -50.0)  # baseline -50: every advantage ~ +50
+    scaled, _, _ = pieces[False].module_advantages(FakeQModule(), batch, mask)
+    centred, _, _ = pieces[True].module_advantages(FakeQModule(), batch, mask)
+    assert (scaled[mask] > 0).all()
+    assert abs(float(centred[mask].mean())) < 1e-6

@@ -50,6 +50,7 @@ class ComaAdvantage(CounterfactualAdvantage):
         td_lambda: float = 0.8,
         critic_warmup: int = 0,
         normalize: bool = True,
+        center: bool = False,
         q_source: str = "critic",
         **kwargs: Any,
     ) -> None:
@@ -58,6 +59,7 @@ class ComaAdvantage(CounterfactualAdvantage):
         self.td_lambda = td_lambda
         self.critic_warmup = critic_warmup
         self.normalize = normalize
+        self.center = center
 
     def module_advantages(
         self, module: Any, module_batch: dict[str, Any], mask: np.ndarray
@@ -79,5 +81,5 @@ class ComaAdvantage(CounterfactualAdvantage):
         if warming_up:
             return np.zeros_like(advantages), targets, stats
         if self.normalize:
-            advantages = standardize(advantages, mask, center=False)
+            advantages = standardize(advantages, mask, center=self.center)
         return advantages, targets, stats

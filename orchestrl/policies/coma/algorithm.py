@@ -43,7 +43,10 @@ class ComaConfig(BaseModel):
     q_source: Literal["critic", "lambda_return"] = "critic"
     """The Q(s,u) term of A_i: the critic's (Eq. 4 verbatim) or the sampled TD(lambda) return."""
     normalize_advantages: bool = True
-    """Divide advantages by their batch std (no centring: the baseline already centres them)."""
+    """Divide advantages by their batch std."""
+    center_advantages: bool = False
+    """Also subtract their batch mean. In theory the baseline centres them; a learned critic's
+    offset does not, and it pushes every sampled action the same way."""
 
 
 def configure_coma(ppo: PPOConfig, cfg: ExperimentConfig, knobs: ComaConfig, env: EnvInfo) -> PPOConfig:
@@ -67,6 +70,7 @@ def configure_coma(ppo: PPOConfig, cfg: ExperimentConfig, knobs: ComaConfig, env
             "td_lambda": knobs.td_lambda,
             "critic_warmup": knobs.critic_warmup,
             "normalize": knobs.normalize_advantages,
+            "center": knobs.center_advantages,
             "q_source": knobs.q_source,
         },
         agents=agents,
