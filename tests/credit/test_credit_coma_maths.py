@@ -8,9 +8,9 @@ import numpy as np
 import torch
 
 from orchestrl.envs.matrix import CLIMBING_GAME
-from orchestrl.policies.coma.advantage import ComaAdvantage, coma_advantages, policy_probs
+from orchestrl.policies.coma.advantage import ComaAdvantage, center_per_agent, coma_advantages, policy_probs
 from orchestrl.policies.coma.module import Q_VALUES, taken_q
-from orchestrl.policies.counterfactual import TEAM_REWARD, team_value_targets
+from orchestrl.policies.counterfactual import AGENT_INDEX, TEAM_REWARD, team_value_targets
 
 R = np.asarray(CLIMBING_GAME)
 PI = [np.array([0.5, 0.3, 0.2]), np.array([0.1, 0.6, 0.3])]
@@ -155,17 +155,21 @@ def test_lambda_return_source_keeps_the_baseline_and_samples_q() -> None:
     np.testing.assert_allclose(adv[mask], [R[0, 0]] * 2)  # G - b with b = 0
 
 
-def test_centred_advantages_remove_a_critics_offset() -> None:
-    """A critic off by a constant shifts every advantage alike; centring takes the shift out."""
-    pieces = {
-        center: ComaAdvantage(
-            gamma=0.99, lambda_=0.95, agents=["agent_0", "agent_1"], q_source="lambda_return", center=center
-        )
-        for center in (False, True)
-    }
+def test_per_agent_centring_removes_each_agents_critic_offset() -> None:
+    """A critic off by a different constant for each agent shifts that agent's advantages alike."""
+    signal = np.array([1.0, -1.0, 0.0, 2.0, -2.0, 0.0], dtype=np.float32)
+    agent_index = np.array([0, 0, 0, 1, 1, 1])
+    mask = np.array([True, True, False, True, True, False])  # the artificial last step of each
+    shifted = signal + np.where(agent_index == 0, 50.0, -30.0)
+    np.testing.assert_allclose(center_per_agent(shifted, agent_index, mask)[mask], signal[mask])
+
+
+def test_coma_piece_centres_per_agent_when_asked() -> None:
+    piece = ComaAdvantage(
+        gamma=0.99, lambda_=0.95, agents=["agent_0", "agent_1"], q_source="lambda_return", center=True
+    )
     batch, mask = one_step_batch(0, 1)
-    batch["q"] = torch.full_like(batch["q"], -50.0)  # baseline -50: every advantage ~ +50
-    scaled, _, _ = pieces[False].module_advantages(FakeQModule(), batch, mask)
-    centred, _, _ = pieces[True].module_advantages(FakeQModule(), batch, mask)
-    assert (scaled[mask] > 0).all()
-    assert abs(float(centred[mask].mean())) < 1e-6
+    batch[AGENT_INDEX] = np.array([0, 0, 1, 1])
+    batch["q"] = torch.full_like(batch["q"], -50.0)  # without centring every advantage is ~ +50
+    adv, _, _ = piece.module_advantages(FakeQModule(), batch, mask)
+    np.testing.assert_allclose(adv[mask], [0.0, 0.0], atol=1e-6)

@@ -9,7 +9,13 @@ import torch
 from ray.rllib.core.columns import Columns
 
 from orchestrl.policies.coma.module import Q_VALUES, taken_q
-from orchestrl.policies.counterfactual import CounterfactualAdvantage, numpy, standardize, team_value_targets
+from orchestrl.policies.counterfactual import (
+    AGENT_INDEX,
+    CounterfactualAdvantage,
+    numpy,
+    standardize,
+    team_value_targets,
+)
 
 
 def coma_advantages(
@@ -32,6 +38,17 @@ def coma_advantages(
     q_taken = taken_q(q, actions, logit_lens)
     baseline = (probs * q).sum(dim=-1)  # = sum_k E_{a ~ pi_k} q_k[a]
     return q_taken - baseline, q_taken
+
+
+def center_per_agent(advantages: np.ndarray, agent_index: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """Subtracts each agent's batch mean. The baseline should leave E[A_i] = 0 for every agent, but
+    a learned critic's error differs from agent to agent (the untried actions in its baseline are
+    never trained), and a shared offset pushes all of that agent's sampled actions the same way."""
+    out = advantages.astype(np.float32).copy()
+    for i in np.unique(agent_index[mask]):
+        rows = mask & (agent_index == i)
+        out[rows] -= out[rows].mean()
+    return out
 
 
 def policy_probs(dist_inputs: torch.Tensor, logit_lens: list[int]) -> torch.Tensor:
@@ -80,6 +97,8 @@ class ComaAdvantage(CounterfactualAdvantage):
         }
         if warming_up:
             return np.zeros_like(advantages), targets, stats
+        if self.center:
+            advantages = center_per_agent(advantages, numpy(module_batch[AGENT_INDEX]), mask)
         if self.normalize:
-            advantages = standardize(advantages, mask, center=self.center)
+            advantages = standardize(advantages, mask, center=False)
         return advantages, targets, stats

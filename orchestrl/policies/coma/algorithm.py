@@ -45,8 +45,8 @@ class ComaConfig(BaseModel):
     normalize_advantages: bool = True
     """Divide advantages by their batch std."""
     center_advantages: bool = False
-    """Also subtract their batch mean. In theory the baseline centres them; a learned critic's
-    offset does not, and it pushes every sampled action the same way."""
+    """Subtract each agent's batch mean first. In theory the baseline centres them; a learned
+    critic's error, different for every agent, does not (see ``center_per_agent``)."""
 
 
 def configure_coma(ppo: PPOConfig, cfg: ExperimentConfig, knobs: ComaConfig, env: EnvInfo) -> PPOConfig:
