@@ -9,8 +9,10 @@ Ray, one torch thread), two runs at a time (``--jobs``), on
   1,000 tasks. Every algorithm starts from the same warm start (``warm_start:``, the env's expert
   cloned into the actor on 100 training tasks for 6 epochs: LEMON's supervised start on valid
   specs, kept short so that no run starts at the threshold), then PPO with the same settings (250
-  env steps per iteration, lr 5e-4, no entropy bonus). Budgets: 4,000 (level 2) and 8,000 (level
-  3) env steps. The greedy policy is evaluated right after the warm start and every 1,000 env
+  env steps per iteration, lr 5e-4, no entropy bonus; coma with its sampled-return Q term and
+  per-agent centring, see ``benches``). Budgets: 4,000 (level 2) and 16,000 (level 3) env steps,
+  the latter long enough that reaching 0.8 within half of it is a claim about ippo and mappo too.
+  The greedy policy is evaluated right after the warm start and every 1,000 env
   steps on the same 30 held-out tasks; metric: held-out success (the held-out team return, summed
   over agents, is reported too);
 - ``simple_spread``: MPE, N=3, 25-step episodes, ``local_ratio=0`` (one shared team reward for
@@ -20,9 +22,11 @@ Ray, one torch thread), two runs at a time (``--jobs``), on
 
 Reported per env (JSON keyed by env name): ``final_iqm`` / ``ci95`` (IQM over seeds of the last
 evaluation, 95% stratified-bootstrap CI, ``orchestrl.platform.stats``), ``steps_to_0_8`` (env steps
-at which the IQM curve first reaches 0.8, null if never) and per seed, the IQM curves with their
-bands, and ``lemon_counterfactual_cost``: extra executions, node re-runs and their wall time
-against the rest of LEMON's training time, next to LEMON's reported +12%.
+at which the IQM curve first reaches 0.8, null if never) and per seed, with ``steps_to_0_8_ci95``
+(the IQM over seeds of those per-seed steps, a seed that never reaches 0.8 counted at the budget:
+a lower bound), the IQM curves with their bands, and ``lemon_counterfactual_cost``: extra
+executions, node re-runs and their wall time against the rest of LEMON's training time, next to
+LEMON's reported +12%.
 
 Run:
     .venv/bin/python benchmarks/credit.py --quick     # 2 seeds, level 2 (2,000 steps) + spread: 2 min
@@ -30,19 +34,21 @@ Run:
 It prints the JSON and writes ``credit.json`` + ``credit.png`` under ``--out``
 (default ``runs/bench/credit``).
 
-Expected (measured 2026-11-30 on the idle 2-core machine; full run 35.5 min):
+Expected (measured 2026-11-30 on the 2-core machine; full run 56.5 min, its last ~5 min beside a
+``make test``):
 
-- orchestration level 3, held-out success IQM [95% CI] after 8,000 env steps, from 0.53 after the
-  warm start: lemon 0.88 [0.83, 0.92], mappo 0.33 [0.19, 0.44], ippo 0.24 [0.19, 0.34], coma
-  0.07 [0.00, 0.37]. Only lemon reaches 0.8: its IQM curve at 6,000 env steps (per seed 5,000 /
-  6,000 / 6,000 / 8,000 / 8,000). All four first fall below the warm start (0.33-0.36 after
-  1,000 env steps); only lemon climbs back, the others never reach 0.8 in the budget;
-- level 2 after 4,000 env steps, from 0.47: lemon 0.67 [0.52, 0.80], ippo 0.56 [0.41, 0.60], mappo
-  0.33 [0.26, 0.51], coma 0.33 [0.19, 0.59]; none reaches 0.8 (lemon on 2 of 5 seeds);
-- simple_spread, sampled-policy team return IQM: mappo -145.6 [-152.0, -139.3], ippo -151.5
-  [-161.8, -140.5], coma -167.0 [-199.8, -151.0] (coma trails mappo, as in the literature);
-- LEMON's counterfactual cost: 3.0 (level 2) and 4.6 (level 3) extra spec executions per episode,
-  0.9 / 1.3 nodes actually re-run per execution thanks to the node cache, and +30% / +50% wall
+- orchestration level 3, held-out success IQM [95% CI] after 16,000 env steps, from 0.53 after
+  the warm start: lemon 0.91 [0.87, 0.97], ippo 0.46 [0.30, 0.64], coma 0.41 [0.18, 0.53], mappo
+  0.40 [0.26, 0.50]. Only lemon reaches 0.8: its IQM curve at 8,000 env steps, half the budget
+  (per seed 8,000 / 6,000 / 7,000 / 9,000 / 8,000; IQM 7,667 [6,333, 8,667]); ippo, mappo and
+  coma on no seed within 16,000. All four first fall below the warm start (0.28-0.36 after 1,000
+  env steps); lemon climbs back from 2,000 on, the others slowly in the second half;
+- level 2 after 4,000 env steps, from 0.47: lemon 0.69 [0.54, 0.79], ippo 0.48 [0.36, 0.56], mappo
+  0.39 [0.31, 0.52], coma 0.36 [0.26, 0.51]; none reaches 0.8 (lemon on 1 of 5 seeds);
+- simple_spread, sampled-policy team return IQM: mappo -143.0 [-157.1, -138.4], ippo -145.9
+  [-152.1, -139.1], coma -173.5 [-210.2, -144.6] (coma trails mappo, as in the literature);
+- LEMON's counterfactual cost: 3.0 (level 2) and 4.5 (level 3) extra spec executions per episode,
+  0.9 / 1.4 nodes actually re-run per execution thanks to the node cache, and +30% / +60% wall
   time over the rest of LEMON's runs (LEMON reports +12%; the cached task pool makes the rest
   of a run cheap, so the replays' share grows).
 """
