@@ -82,6 +82,8 @@ from typing import Any
 
 import numpy as np
 import torch
+import tree
+from ray.rllib.utils.spaces import space_utils
 
 from orchestrl.envs.rllib_env import env_config
 from orchestrl.platform.builder import build_ppo_config
@@ -94,7 +96,6 @@ from orchestrl.policies.neuromas.growth import grow
 from orchestrl.policies.neuromas.learner import KNOBS_KEY
 from orchestrl.policies.neuromas.network import parameter_count
 from orchestrl.policies.neuromas.team_env import TEAM, NeuromasTeamEnv
-from orchestrl.policies.trees import map_tree, stack_tree
 
 
 @dataclass(frozen=True)
@@ -189,7 +190,7 @@ def heldout_accuracy(module: Any, data_dir: Path, split: str = "test") -> float:
     env = NeuromasTeamEnv(env_config("text2sql", {"split": split, "data_dir": str(data_dir)}))
     n = len(env.inner.raw_env.questions)
     observations = [env.reset(options={"question_index": i})[0][TEAM] for i in range(n)]
-    batch = map_tree(stack_tree(observations), torch.as_tensor)
+    batch = tree.map_structure(torch.as_tensor, space_utils.batch(observations))
     out = module.forward_inference({Columns.OBS: batch})
     if Columns.ACTIONS in out:
         actions = out[Columns.ACTIONS]

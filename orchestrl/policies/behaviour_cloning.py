@@ -21,10 +21,11 @@ from typing import Any
 
 import numpy as np
 import torch
+import tree
 from ray.rllib.core.columns import Columns
+from ray.rllib.utils.spaces import space_utils
 
 from orchestrl.policies.actor_critic import ActorCriticModule
-from orchestrl.policies.trees import concat_trees, map_tree, stack_tree
 
 WARM_START_KEY = "expert_warm_start"
 """``learner_config_dict`` key holding the experiment's :class:`WarmStartSettings`."""
@@ -81,7 +82,7 @@ def collect_agent_demonstrations(
     finally:
         env.close()
     return {
-        agent: AgentDemonstrations(stack_tree(observations[agent]), np.stack(actions[agent]))
+        agent: AgentDemonstrations(space_utils.batch(observations[agent]), np.stack(actions[agent]))
         for agent in observations
     }
 
@@ -101,7 +102,7 @@ def clone_actors(
         served = [demos[a] for a in sorted(demos) if agent_to_module(a) == module_id]
         if not served:
             continue
-        obs = concat_trees([d.obs for d in served])
+        obs = space_utils.batch([d.obs for d in served], individual_items_already_have_batch_dim=True)
         actions = torch.as_tensor(np.concatenate([d.actions for d in served]))
         optimiser = torch.optim.Adam(module.actor.parameters(), lr=settings.lr)
         dist_cls = module.get_train_action_dist_cls()
@@ -111,7 +112,7 @@ def clone_actors(
             order = generator.permutation(len(actions))
             for start in range(0, len(order), settings.batch_size):
                 index = order[start : start + settings.batch_size]
-                batch = {Columns.OBS: map_tree(obs, lambda x, i=index: torch.as_tensor(x[i]))}
+                batch = {Columns.OBS: tree.map_structure(lambda x, i=index: torch.as_tensor(x[i]), obs)}
                 logits = module.forward_train(batch)[Columns.ACTION_DIST_INPUTS]
                 loss = -dist_cls.from_logits(logits).logp(actions[index]).mean()
                 optimiser.zero_grad()

@@ -6,12 +6,12 @@ from typing import Any
 
 import numpy as np
 import torch
+import tree
 from ray.rllib.core.columns import Columns
 
 from orchestrl.platform.builder import build_ppo_config
 from orchestrl.platform.config import validate_config
 from orchestrl.platform.inprocess import InProcessTrainer
-from orchestrl.policies.trees import map_tree
 
 ONE_AGENT_MATTERS = [[1.0, 1.0], [0.0, 0.0]]
 """agent_0's row decides the payoff; agent_1's column never does."""
@@ -38,7 +38,7 @@ def trainer(data: dict) -> InProcessTrainer:
 
 def expert_agreement(module, demos) -> np.ndarray:
     """Per action component: how often the module's greedy action equals the expert's."""
-    obs = map_tree(demos.obs, torch.as_tensor)
+    obs = tree.map_structure(torch.as_tensor, demos.obs)
     with torch.no_grad():
         logits = module.forward_inference({Columns.OBS: obs})[Columns.ACTION_DIST_INPUTS]
     greedy = module.get_inference_action_dist_cls().from_logits(logits).to_deterministic().sample()

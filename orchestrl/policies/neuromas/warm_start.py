@@ -35,11 +35,12 @@ from typing import Any
 import numpy as np
 import torch
 import torch.nn.functional as F
+import tree
 from ray.rllib.core.columns import Columns
 from ray.rllib.evaluation.postprocessing import discount_cumsum
+from ray.rllib.utils.spaces import space_utils
 
 from orchestrl.policies.neuromas.team_env import TEAM, NeuromasTeamEnv
-from orchestrl.policies.trees import map_tree, stack_tree
 
 
 @dataclass
@@ -57,7 +58,9 @@ class Demonstrations:
         return len(self.actions)
 
     def batch(self, index: np.ndarray | slice) -> tuple[dict[str, Any], torch.Tensor]:
-        return map_tree(self.obs, lambda x: torch.as_tensor(x[index])), torch.as_tensor(self.actions[index])
+        return tree.map_structure(lambda x: torch.as_tensor(x[index]), self.obs), torch.as_tensor(
+            self.actions[index]
+        )
 
 
 def collect_demonstrations(
@@ -91,7 +94,7 @@ def collect_demonstrations(
     finally:
         env.inner.close()
     return Demonstrations(
-        stack_tree(observations),
+        space_utils.batch(observations),
         np.asarray(actions, dtype=np.int64),
         np.asarray(returns[:n], dtype=np.float32),
         np.asarray(rewards[:n], dtype=np.float32),
