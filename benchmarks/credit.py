@@ -213,6 +213,7 @@ COST_KEYS = {
 
 
 def train_run(bench: Bench, algo: str, seed: int) -> dict[str, Any]:
+    from ray.rllib.algorithms.ppo.ppo import LEARNER_RESULTS_VF_EXPLAINED_VAR_KEY as VF_EXPLAINED_VAR
     from ray.rllib.env.multi_agent_env_runner import MultiAgentEnvRunner
 
     from orchestrl.platform.builder import build_ppo_config
@@ -226,6 +227,7 @@ def train_run(bench: Bench, algo: str, seed: int) -> dict[str, Any]:
     points: list[int] = []
     curves: dict[str, list[float]] = {}
     steps, cost = 0, dict.fromkeys(COST_KEYS, 0.0)
+    critic_ev: list[float] = []  # per update: how much of the value targets' variance the critic explains
     try:
         if trainer.warm_start:  # where RL starts from: the cloned policy, before any env step
             points.append(0)
@@ -234,13 +236,9 @@ def train_run(bench: Bench, algo: str, seed: int) -> dict[str, Any]:
         for iteration in range(1, bench.iterations + 1):
             episodes = sample(trainer.runner, bench.batch)
             steps += sum(len(ep) for ep in episodes)
-            trainer.learner.update(
-                episodes=episodes,
-                num_epochs=ppo.num_epochs,
-                minibatch_size=ppo.minibatch_size,
-                shuffle_batch_per_epoch=True,
-            )
-            trainer.sync_weights()
+            learned = trainer.update(episodes)
+            explained = [m[VF_EXPLAINED_VAR] for m in learned.values() if VF_EXPLAINED_VAR in m]
+            critic_ev.append(float(np.mean(explained)))
             metrics = trainer.runner.get_metrics()
             for key, name in COST_KEYS.items():
                 stat = metrics.get(f"env/cf_{name}")
@@ -258,6 +256,7 @@ def train_run(bench: Bench, algo: str, seed: int) -> dict[str, Any]:
         "env_steps_sampled": steps,
         "wall_s": time.perf_counter() - started,
         "cost": cost,
+        "critic_ev": critic_ev,
     }
 
 
@@ -297,6 +296,8 @@ def summarise(bench: Bench, runs: dict[str, list[dict[str, Any]]]) -> dict[str, 
         "final_per_seed": {},
         "curves": {},
         "wall_s_per_run": {},
+        "critic_explained_variance": {},
+        "critic_explained_variance_ci95": {},
     }
     if success:
         out.update({"final_iqm_return": {}, "ci95_return": {}, "curves_return": {}})
@@ -308,6 +309,9 @@ def summarise(bench: Bench, runs: dict[str, list[dict[str, Any]]]) -> dict[str, 
         out["final_per_seed"][algo] = finals
         out["curves"][algo] = curve_summary(algo_runs, bench.metric)
         out["wall_s_per_run"][algo] = float(np.mean([r["wall_s"] for r in algo_runs]))
+        explained = aggregate(np.asarray([np.mean(r["critic_ev"]) for r in algo_runs])[:, None], seed=0)
+        out["critic_explained_variance"][algo] = explained.iqm.value
+        out["critic_explained_variance_ci95"][algo] = [explained.iqm.low, explained.iqm.high]
         if success:
             curve = out["curves"][algo]
             out["steps_to_0_8"][algo] = first_reach(curve["steps"], curve["iqm"])

@@ -34,7 +34,11 @@ class InProcessTrainer:
 
     def step(self, num_timesteps: int | None = None) -> dict[str, Any]:
         """One PPO iteration; returns the learner's reduced results per module."""
-        episodes = self.sample(num_timesteps)
+        return self.update(self.sample(num_timesteps))
+
+    def update(self, episodes: list) -> dict[str, Any]:
+        """One learner update on ``episodes``, then the runner gets the new weights; returns the
+        learner's reduced results per module."""
         results = self.learner.update(
             episodes=episodes,
             num_epochs=self.config.num_epochs,
