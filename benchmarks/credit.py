@@ -286,9 +286,17 @@ def curve_summary(runs: list[dict[str, Any]], key: str) -> dict[str, list[float]
     }
 
 
-def summarise(bench: Bench, runs: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+def put_iqm(out: dict[str, Any], key: str, ci_key: str, algo: str, per_seed: list[float]) -> None:
+    """``out[key][algo]``: the IQM over seeds of one value per seed; ``out[ci_key][algo]``: its 95%
+    stratified-bootstrap CI."""
     from orchestrl.platform.stats import aggregate
 
+    agg = aggregate(per_seed, seed=0)
+    out[key][algo] = agg.iqm.value
+    out[ci_key][algo] = [agg.iqm.low, agg.iqm.high]
+
+
+def summarise(bench: Bench, runs: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
     success = bench.metric == "success"
     out: dict[str, Any] = {
         "metric": "held-out success"
@@ -313,28 +321,23 @@ def summarise(bench: Bench, runs: dict[str, list[dict[str, Any]]]) -> dict[str, 
         out.update({"final_iqm_return": {}, "ci95_return": {}, "curves_return": {}})
     for algo, algo_runs in runs.items():
         finals = [r["curves"][bench.metric][-1] for r in algo_runs]
-        agg = aggregate(np.asarray(finals)[:, None], seed=0)
-        out["final_iqm"][algo] = agg.iqm.value
-        out["ci95"][algo] = [agg.iqm.low, agg.iqm.high]
+        put_iqm(out, "final_iqm", "ci95", algo, finals)
         out["final_per_seed"][algo] = finals
         out["curves"][algo] = curve_summary(algo_runs, bench.metric)
         out["wall_s_per_run"][algo] = float(np.mean([r["wall_s"] for r in algo_runs]))
-        explained = aggregate(np.asarray([np.mean(r["critic_ev"]) for r in algo_runs])[:, None], seed=0)
-        out["critic_explained_variance"][algo] = explained.iqm.value
-        out["critic_explained_variance_ci95"][algo] = [explained.iqm.low, explained.iqm.high]
+        explained = [np.mean(r["critic_ev"]) for r in algo_runs]
+        put_iqm(out, "critic_explained_variance", "critic_explained_variance_ci95", algo, explained)
         if success:
             curve = out["curves"][algo]
             out["steps_to_0_8"][algo] = first_reach(curve["steps"], curve["iqm"])
             reach = [first_reach(r["steps"], r["curves"]["success"]) for r in algo_runs]
             out["steps_to_0_8_per_seed"][algo] = reach
             # never reached: counted at the budget, so this interval is a lower bound for that algorithm
-            steps = aggregate(np.asarray([bench.budget if s is None else s for s in reach])[:, None], seed=0)
-            out["steps_to_0_8_seed_iqm"][algo] = steps.iqm.value
-            out["steps_to_0_8_ci95"][algo] = [steps.iqm.low, steps.iqm.high]
+            steps = [bench.budget if s is None else s for s in reach]
+            put_iqm(out, "steps_to_0_8_seed_iqm", "steps_to_0_8_ci95", algo, steps)
             out["steps_to_0_8_never"][algo] = sum(s is None for s in reach)
-            returns = aggregate(np.asarray([r["curves"]["return"][-1] for r in algo_runs])[:, None], seed=0)
-            out["final_iqm_return"][algo] = returns.iqm.value
-            out["ci95_return"][algo] = [returns.iqm.low, returns.iqm.high]
+            returns = [r["curves"]["return"][-1] for r in algo_runs]
+            put_iqm(out, "final_iqm_return", "ci95_return", algo, returns)
             out["curves_return"][algo] = curve_summary(algo_runs, "return")
         else:
             out["steps_to_0_8"][algo] = None
