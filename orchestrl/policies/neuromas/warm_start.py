@@ -58,9 +58,8 @@ class Demonstrations:
         return len(self.actions)
 
     def batch(self, index: np.ndarray | slice) -> tuple[dict[str, Any], torch.Tensor]:
-        return tree.map_structure(lambda x: torch.as_tensor(x[index]), self.obs), torch.as_tensor(
-            self.actions[index]
-        )
+        obs = tree.map_structure(lambda x: torch.as_tensor(x[index]), self.obs)
+        return obs, torch.as_tensor(self.actions[index])
 
 
 def collect_demonstrations(
