@@ -353,25 +353,22 @@ def summarise(bench: Bench, runs: dict[str, list[dict[str, Any]]]) -> dict[str, 
         else:
             out["steps_to_0_8"][algo] = None
     if "ippo" in runs:
-        out["p_improvement_vs_ippo"] = improvement_over(runs, "ippo", bench.metric)
+        out["p_improvement_vs_ippo"] = improvement_over(out["final_per_seed"], "ippo")
     if "lemon" in runs:
         out["lemon_counterfactual_cost"] = lemon_cost(runs["lemon"])
     return out
 
 
-def improvement_over(
-    runs: dict[str, list[dict[str, Any]]], baseline: str, metric: str
-) -> dict[str, list[float]]:
-    """algorithm -> [P(X > baseline), 95% CI low, high] on the final score: the probability that a
-    run of X ends above a run of the baseline (ties count one half; Agarwal et al. 2021). 0.5 is a
-    match; an interval containing 0.5 cannot tell the two apart."""
+def improvement_over(finals: dict[str, list[float]], baseline: str) -> dict[str, list[float]]:
+    """algorithm -> [P(X > baseline), 95% CI low, high] from each run's final score: the probability
+    that a run of X ends above a run of the baseline (ties count one half; Agarwal et al. 2021). 0.5
+    is a match; an interval containing 0.5 cannot tell the two apart."""
     from orchestrl.platform.stats import probability_of_improvement
 
-    base = [r["curves"][metric][-1] for r in runs[baseline]]
     out = {}
-    for algo, algo_runs in runs.items():
+    for algo, scores in finals.items():
         if algo != baseline:
-            p = probability_of_improvement([r["curves"][metric][-1] for r in algo_runs], base, seed=0)
+            p = probability_of_improvement(scores, finals[baseline], seed=0)
             out[algo] = [p.value, p.low, p.high]
     return out
 

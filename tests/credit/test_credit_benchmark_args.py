@@ -42,17 +42,13 @@ def test_unknown_env_or_algorithm_exits_naming_it(
     assert not (tmp_path / "out").exists()  # nothing written
 
 
-def _runs(finals: list[float]) -> list[dict]:
-    return [{"curves": {"success": [0.0, final]}} for final in finals]
-
-
 def test_improvement_over_ippo_is_the_share_of_run_pairs_won(credit: ModuleType) -> None:
-    runs = {
-        "ippo": _runs([0.2, 0.4, 0.6]),
-        "coma": _runs([0.2, 0.4, 0.6]),  # the same finals: every pair a win or a tie, 0.5
-        "lemon": _runs([0.7, 0.8, 0.9]),  # above every ippo run
+    finals = {
+        "ippo": [0.2, 0.4, 0.6],
+        "coma": [0.2, 0.4, 0.6],  # the same finals: as many wins as losses, 0.5
+        "lemon": [0.7, 0.8, 0.9],  # above every ippo run
     }
-    out = credit.improvement_over(runs, "ippo", "success")
+    out = credit.improvement_over(finals, "ippo")
     assert set(out) == {"coma", "lemon"}
     assert out["coma"][0] == pytest.approx(0.5)
     assert out["coma"][1] < 0.5 < out["coma"][2]  # cannot tell them apart
