@@ -12,7 +12,14 @@ import pytest
 
 import orchestrl
 from orchestrl.envs.orchestration.protocol import ProtocolError, load_table
-from orchestrl.envs.orchestration.sandbox import Call, Job, SandboxLimits, SandboxPool, shared_pool
+from orchestrl.envs.orchestration.sandbox import (
+    Call,
+    Job,
+    SandboxLimits,
+    SandboxPool,
+    close_shared_pool,
+    shared_pool,
+)
 
 TABLE = pd.DataFrame({"k": ["a", "b", "c"], "v": [1.0, 2.0, 3.0]})
 SOURCES = {"t": ("table-key", pickle.dumps(TABLE))}
@@ -174,6 +181,26 @@ def test_closing_a_pool_leaves_no_processes_or_directories(alive: Callable[[int]
 def test_many_envs_share_one_process_wide_pool() -> None:
     first = shared_pool()
     assert shared_pool(workers=2) is first and first.size >= 2
+
+
+def test_the_last_env_to_close_stops_the_shared_pool_and_removes_its_directory(
+    alive: Callable[[int], bool],
+) -> None:
+    from orchestrl.envs.orchestration.env import OrchestrationEnv
+
+    close_shared_pool()  # envs of earlier tests that were never closed hold the old one
+    envs = [OrchestrationEnv(level=1, rounds=1) for _ in range(2)]
+    for seed, env in enumerate(envs):
+        env.reset(seed=seed)
+        env.step({a: env.action_space(a).sample() for a in env.agents})
+    pool = shared_pool()
+    pids, base = pool.pids(), pool._base
+    envs[0].close()
+    envs[0].close()  # twice: still one release
+    assert all(alive(p) for p in pids) and base.exists()  # the other env still uses it
+    envs[1].close()  # a Ray env runner is killed right after this: no exit handler would run
+    assert not any(alive(p) for p in pids)
+    assert not base.exists()
 
 
 def test_a_dead_zygote_is_restarted(pool: SandboxPool) -> None:

@@ -33,7 +33,7 @@ from orchestrl.envs.orchestration.executor import Execution, Executor, NodeCache
 from orchestrl.envs.orchestration.expert import expert_actions
 from orchestrl.envs.orchestration.features import CLIP, Feedback, ObservationBuilder, feedback_kind
 from orchestrl.envs.orchestration.reward import RewardConfig, Score, Scorer
-from orchestrl.envs.orchestration.sandbox import SandboxPool, shared_pool
+from orchestrl.envs.orchestration.sandbox import SandboxPool, acquire_shared_pool, release_shared_pool
 from orchestrl.envs.orchestration.spec import OrchestrationSpec, SpecError, parse_spec
 from orchestrl.envs.orchestration.tables import TargetIndex
 from orchestrl.envs.orchestration.tasks import HELDOUT_OFFSET, LEVELS, TASK_CACHE, Task, generate_task
@@ -231,8 +231,9 @@ class OrchestrationEnv(ParallelEnv):
         return obs, rewards, terminations, truncations, infos
 
     def close(self) -> None:
-        """Drops this env's handle on the shared sandbox pool (which stays up for other envs;
-        ``orchestration.sandbox.close_shared_pool`` or interpreter exit stops it)."""
+        """Releases this env's hold on the shared sandbox pool (the last env to go closes it)."""
+        if self._pool is not None:
+            release_shared_pool(self._pool)
         self._pool = None
         self._executor = None
 
@@ -307,7 +308,7 @@ class OrchestrationEnv(ParallelEnv):
     # ------------------------------------------------------------------------------ internals
     def _execution(self) -> Executor:
         if self._executor is None:
-            self._pool = shared_pool(self._sandbox_workers)
+            self._pool = acquire_shared_pool(self._sandbox_workers)
             self._executor = Executor(self._pool, self._cache, *self._job_limits)
         return self._executor
 

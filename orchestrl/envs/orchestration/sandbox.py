@@ -14,8 +14,8 @@ address space. What it cannot: the network, any other file (as root: a chroot wi
 it, under a uid of its own), other processes, new processes. :attr:`SandboxPool.capabilities`
 says which layers applied; without root they degrade to limits plus the audit hook.
 
-Many envs in one process share one pool (:func:`shared_pool`); it is closed at exit, or
-explicitly with :func:`close_shared_pool`.
+Many envs in one process share one pool (:func:`acquire_shared_pool`); it is closed when the
+last of them is closed, at exit, or explicitly with :func:`close_shared_pool`.
 """
 
 from __future__ import annotations
@@ -481,19 +481,47 @@ def _proc_kb(path: str, key: str) -> float:
 # ---------------------------------------------------------------------------------- shared pool
 _SHARED: SandboxPool | None = None
 _SHARED_PID = 0
+_SHARED_USERS = 0
 _SHARED_LOCK = threading.Lock()
+
+
+def _shared_pool_locked(workers: int) -> SandboxPool:
+    global _SHARED, _SHARED_PID, _SHARED_USERS
+    if _SHARED is None or _SHARED._closed or _SHARED_PID != os.getpid():
+        _SHARED, _SHARED_PID, _SHARED_USERS = SandboxPool(workers=workers), os.getpid(), 0
+    else:
+        _SHARED.resize(workers)
+    return _SHARED
 
 
 def shared_pool(workers: int = 1) -> SandboxPool:
     """The process-wide pool (started on first use, grown to ``workers``, closed at exit). A
     forked child never uses its parent's pool: it starts its own."""
-    global _SHARED, _SHARED_PID
     with _SHARED_LOCK:
-        if _SHARED is None or _SHARED._closed or _SHARED_PID != os.getpid():
-            _SHARED, _SHARED_PID = SandboxPool(workers=workers), os.getpid()
-        else:
-            _SHARED.resize(workers)
-        return _SHARED
+        return _shared_pool_locked(workers)
+
+
+def acquire_shared_pool(workers: int = 1) -> SandboxPool:
+    """:func:`shared_pool` for a long-lived user (an env), counted until :func:`release_shared_pool`."""
+    global _SHARED_USERS
+    with _SHARED_LOCK:
+        pool = _shared_pool_locked(workers)
+        _SHARED_USERS += 1
+        return pool
+
+
+def release_shared_pool(pool: SandboxPool) -> None:
+    """One user of ``pool`` fewer; the last one closes it, which removes its directory. Exit
+    handlers are not enough: Ray kills an env runner's process right after its envs are closed."""
+    global _SHARED, _SHARED_USERS
+    with _SHARED_LOCK:
+        if pool is not _SHARED or _SHARED_PID != os.getpid():
+            return  # closed or replaced since (or a parent's): nothing of ours to release
+        _SHARED_USERS -= 1
+        if _SHARED_USERS > 0:
+            return
+        _SHARED = None
+    pool.close()
 
 
 def close_shared_pool() -> None:
