@@ -176,12 +176,17 @@ class LocalCluster:
         return self.root / "home"
 
     @property
+    def tmp(self) -> Path:
+        return self.root / "tmp"
+
+    @property
     def head_temp_dir(self) -> Path:
         return self.root / "head"
 
     def env(self) -> dict[str, str]:
-        """The environment every node (and so every job driver and worker) starts with."""
-        env = {**os.environ, "HOME": str(self.home), "RAY_USAGE_STATS_ENABLED": "0"}
+        """The environment every node (and so every job driver and worker) starts with. TMPDIR
+        too: processes a test kills leave their temp files (multiprocessing's ``pymp-*``) behind."""
+        env = {**os.environ, "HOME": str(self.home), "TMPDIR": str(self.tmp), "RAY_USAGE_STATS_ENABLED": "0"}
         env.update({"MLFLOW_DISABLE_TELEMETRY": "true", "PYTHONUNBUFFERED": "1"})
         env.pop("RAY_ADDRESS", None)
         if self.autoscaling_config is not None:
@@ -193,6 +198,7 @@ class LocalCluster:
         from orchestrl.platform import jobs
 
         self.home.mkdir(parents=True, exist_ok=True)
+        self.tmp.mkdir(parents=True, exist_ok=True)
         command = [
             RAY, "start", "--head",
             f"--port={self.gcs_port}",

@@ -104,10 +104,11 @@ def ray_head() -> Iterator[str]:
     if missing is not None:
         pytest.skip(f"the Ray dashboard (Jobs API) cannot start: {missing}; install ray[default]")
     root = Path(tempfile.mkdtemp(prefix="orl-jobs-"))  # short: Ray's socket paths must stay < 108 chars
-    home, temp_dir = root / "home", root / "ray"
+    home, temp_dir, tmp = root / "home", root / "ray", root / "tmp"
     home.mkdir()
+    tmp.mkdir()
     gcs_port, dashboard_port, agent_port = free_port(), free_port(), free_port()
-    env = {**os.environ, "HOME": str(home), "RAY_USAGE_STATS_ENABLED": "0"}
+    env = {**os.environ, "HOME": str(home), "TMPDIR": str(tmp), "RAY_USAGE_STATS_ENABLED": "0"}
     env.pop("RAY_ADDRESS", None)
     command = [
         str(Path(sys.executable).parent / "ray"),
