@@ -13,6 +13,14 @@ import pytest
 os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 os.environ.setdefault("MLFLOW_LOGGING_LEVEL", "WARNING")
+# torch makes its compiler's cache dir (/tmp/torchinductor_$USER) in every process that imports
+# it; the session's processes, Ray's workers included, inherit this one, removed at the end.
+_INDUCTOR_CACHE = tempfile.mkdtemp(prefix="orl-inductor-")
+os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", _INDUCTOR_CACHE)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    shutil.rmtree(_INDUCTOR_CACHE, ignore_errors=True)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
