@@ -8,7 +8,13 @@ import numpy as np
 import torch
 
 from orchestrl.envs.matrix import CLIMBING_GAME
-from orchestrl.policies.coma.advantage import ComaAdvantage, center_per_agent, coma_advantages, policy_probs
+from orchestrl.policies.coma.advantage import (
+    ComaAdvantage,
+    center_per_agent,
+    coma_advantages,
+    fitted_baseline_scale,
+    policy_probs,
+)
 from orchestrl.policies.coma.module import Q_VALUES, taken_q
 from orchestrl.policies.counterfactual import AGENT_INDEX, TEAM_REWARD, team_value_targets
 
@@ -125,6 +131,7 @@ def one_step_batch(a0: int, a1: int) -> tuple[dict, np.ndarray]:
         TEAM_REWARD: np.array([R[a0, a1], 0.0, R[a0, a1], 0.0], dtype=np.float32),
         "terminateds": np.array([1, 0, 1, 0], dtype=np.float32),
         "truncateds": np.zeros(4, dtype=np.float32),
+        AGENT_INDEX: np.array([0, 0, 1, 1]),
     }
     return batch, np.array([True, False, True, False])
 
@@ -169,7 +176,58 @@ def test_coma_piece_centres_per_agent_when_asked() -> None:
         gamma=0.99, lambda_=0.95, agents=["agent_0", "agent_1"], q_source="lambda_return", center=True
     )
     batch, mask = one_step_batch(0, 1)
-    batch[AGENT_INDEX] = np.array([0, 0, 1, 1])
     batch["q"] = torch.full_like(batch["q"], -50.0)  # without centring every advantage is ~ +50
     adv, _, _ = piece.module_advantages(FakeQModule(), batch, mask)
     np.testing.assert_allclose(adv[mask], [0.0, 0.0], atol=1e-6)
+
+
+def test_fitted_baseline_scale_is_the_control_variate_coefficient_per_agent() -> None:
+    rng = np.random.default_rng(0)
+    n = 20_000
+    b0, b1, noise = rng.normal(size=(3, n))
+    q = np.concatenate([0.5 * b0 + noise, noise])  # agent 0's baseline half tracks Q, agent 1's not
+    baseline = np.concatenate([b0, b1])
+    agent_index = np.repeat([0, 1], n)
+    mask = np.ones(2 * n, dtype=bool)
+    scale = fitted_baseline_scale(q, baseline, agent_index, mask)
+    assert abs(scale[0] - 0.5) < 0.02 and scale[n] < 0.02
+    for i in (0, 1):  # never noisier than no baseline or COMA's whole baseline
+        rows = agent_index == i
+        scaled = np.var(q[rows] - scale[rows] * baseline[rows])
+        assert scaled <= min(np.var(q[rows]), np.var(q[rows] - baseline[rows])) + 1e-9
+
+
+def test_fitted_baseline_scale_is_clipped_and_ignores_masked_rows() -> None:
+    b = np.array([1.0, -1.0, 2.0, -2.0, 100.0])
+    mask = np.array([True, True, True, True, False])  # the artificial step must not count
+    agent_index = np.zeros(5, dtype=int)
+    np.testing.assert_allclose(fitted_baseline_scale(3.0 * b, b, agent_index, mask), 1.0)  # c* = 3
+    np.testing.assert_allclose(fitted_baseline_scale(-b, b, agent_index, mask), 0.0)  # c* = -1
+    np.testing.assert_allclose(fitted_baseline_scale(b, np.ones(5), agent_index, mask), 0.0)  # Var(b) = 0
+
+
+def test_coma_piece_subtracts_the_fitted_share_of_the_baseline() -> None:
+    piece = ComaAdvantage(
+        gamma=0.99,
+        lambda_=0.95,
+        agents=["agent_0", "agent_1"],
+        normalize=False,
+        q_source="lambda_return",
+        fit_baseline_scale=True,
+    )
+    steps = [one_step_batch(a0, a1) for a0, a1 in itertools.product(range(3), range(3))]
+    batch = {key: np.concatenate([np.asarray(b[key]) for b, _ in steps]) for key in steps[0][0]}
+    batch = {
+        key: torch.as_tensor(v) if key in ("q", "actions", "action_dist_inputs") else v
+        for key, v in batch.items()
+    }
+    mask = np.concatenate([m for _, m in steps])
+    adv, targets, stats = piece.module_advantages(FakeQModule(), batch, mask)
+    probs = np.stack([PI[0], PI[0], PI[1], PI[1]] * 9)
+    baseline = (probs * batch["q"].numpy()).sum(axis=1)  # sum_a' pi_i(a') Q(s, (u_-i, a'))
+    for i in (0, 1):
+        rows = mask & (batch[AGENT_INDEX] == i)
+        c = np.cov(targets[rows], baseline[rows], bias=True)[0, 1] / np.var(baseline[rows])
+        assert 0.0 < c < 1.0
+        np.testing.assert_allclose(adv[rows], targets[rows] - c * baseline[rows], rtol=1e-4, atol=1e-4)
+    assert 0.0 < stats["credit/baseline_scale"] < 1.0

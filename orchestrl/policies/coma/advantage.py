@@ -40,6 +40,28 @@ def coma_advantages(
     return q_taken - baseline, q_taken
 
 
+def fitted_baseline_scale(
+    q: np.ndarray, baseline: np.ndarray, agent_index: np.ndarray, mask: np.ndarray
+) -> np.ndarray:
+    """Per agent, the variance-minimising coefficient of the counterfactual baseline used as a
+    control variate (Glasserman 2004, Monte Carlo Methods in Financial Engineering, Eq. 4.3):
+
+        c_i = Cov(Q, b_i) / Var(b_i),  clipped to [0, 1],   A_i = Q(s, u) - c_i b_i(s, u_-i)
+
+    Our choice, not in Foerster et al. b_i depends only on s and u_-i, so any constant c_i leaves
+    the policy gradient unbiased; c_i = 1 is COMA's baseline, c_i = 0 none (beyond centring). A
+    learned critic's baseline is partly noise, and subtracting all of it adds that noise to A_i;
+    c_i subtracts only the part that tracks Q. Returns c per row (0 where b_i does not vary)."""
+    scale = np.zeros(len(q), dtype=np.float32)
+    for i in np.unique(agent_index[mask]):
+        rows = mask & (agent_index == i)
+        b = baseline[rows] - baseline[rows].mean()
+        variance = float(np.mean(b * b))
+        if variance > 1e-8:
+            scale[agent_index == i] = np.clip(float(np.mean(q[rows] * b)) / variance, 0.0, 1.0)
+    return scale
+
+
 def center_per_agent(advantages: np.ndarray, agent_index: np.ndarray, mask: np.ndarray) -> np.ndarray:
     """Subtracts each agent's batch mean. The baseline should leave E[A_i] = 0 for every agent, but
     a learned critic's error differs from agent to agent (the untried actions in its baseline are
@@ -59,7 +81,8 @@ def policy_probs(dist_inputs: torch.Tensor, logit_lens: list[int]) -> torch.Tens
 class ComaAdvantage(CounterfactualAdvantage):
     """Replaces GAE: A_i from the live critic, critic targets = TD(lambda) returns of the TEAM reward
     bootstrapped with the TARGET critic's Q(s_t, u_t). Actors see zero advantages for the first
-    ``critic_warmup`` updates (the critic learns alone)."""
+    ``critic_warmup`` updates (the critic learns alone). ``q_source``, ``center`` and
+    ``fit_baseline_scale`` are our options, not Foerster et al.'s; their defaults give Eq. (4)."""
 
     def __init__(
         self,
@@ -69,6 +92,7 @@ class ComaAdvantage(CounterfactualAdvantage):
         normalize: bool = True,
         center: bool = False,
         q_source: str = "critic",
+        fit_baseline_scale: bool = False,
         **kwargs: Any,
     ) -> None:
         super().__init__(*args, **kwargs)
@@ -77,6 +101,7 @@ class ComaAdvantage(CounterfactualAdvantage):
         self.critic_warmup = critic_warmup
         self.normalize = normalize
         self.center = center
+        self.fit_baseline_scale = fit_baseline_scale
 
     def module_advantages(
         self, module: Any, module_batch: dict[str, Any], mask: np.ndarray
@@ -87,18 +112,23 @@ class ComaAdvantage(CounterfactualAdvantage):
         advantages, q_taken = coma_advantages(module.compute_q(module_batch), probs, actions, lens)
         target_q = taken_q(module.forward_target(module_batch)[Q_VALUES], actions, lens)
         targets = team_value_targets(numpy(target_q), module_batch, self.gamma, self.td_lambda)
-        advantages = numpy(advantages).astype(np.float32)
-        if self.q_source == "lambda_return":  # G^lambda_t - b_i(s, u_-i): the same baseline, a sampled Q
-            advantages = (targets - (numpy(q_taken) - advantages)).astype(np.float32)
+        q_taken = numpy(q_taken)
+        baseline = q_taken - numpy(advantages)
+        # Q(s,u): the critic's (Eq. 4 verbatim) or the sampled G^lambda_t (the same baseline)
+        q = targets if self.q_source == "lambda_return" else q_taken
+        agent_index = numpy(module_batch[AGENT_INDEX])
+        stats = {"credit/q_taken_mean": float(q_taken[mask].mean())}
+        if self.fit_baseline_scale:
+            scale = fitted_baseline_scale(q, baseline, agent_index, mask)
+            baseline = scale * baseline
+            stats["credit/baseline_scale"] = float(scale[mask].mean())
+        advantages = (q - baseline).astype(np.float32)
         warming_up = self.updates < self.critic_warmup
-        stats = {
-            "credit/critic_warmup": float(warming_up),
-            "credit/q_taken_mean": float(numpy(q_taken)[mask].mean()),
-        }
+        stats["credit/critic_warmup"] = float(warming_up)
         if warming_up:
             return np.zeros_like(advantages), targets, stats
         if self.center:
-            advantages = center_per_agent(advantages, numpy(module_batch[AGENT_INDEX]), mask)
+            advantages = center_per_agent(advantages, agent_index, mask)
         if self.normalize:
             advantages = standardize(advantages, mask, center=False)
         return advantages, targets, stats

@@ -47,6 +47,9 @@ class ComaConfig(BaseModel):
     center_advantages: bool = False
     """Subtract each agent's batch mean first. In theory the baseline centres them; a learned
     critic's error, different for every agent, does not (see ``center_per_agent``)."""
+    fit_baseline_scale: bool = False
+    """Scale each agent's counterfactual baseline by its variance-minimising coefficient in [0, 1],
+    fitted on the batch (see ``fitted_baseline_scale``); off: the whole baseline, as in COMA."""
 
 
 def configure_coma(ppo: PPOConfig, cfg: ExperimentConfig, knobs: ComaConfig, env: EnvInfo) -> PPOConfig:
@@ -72,6 +75,7 @@ def configure_coma(ppo: PPOConfig, cfg: ExperimentConfig, knobs: ComaConfig, env
             "normalize": knobs.normalize_advantages,
             "center": knobs.center_advantages,
             "q_source": knobs.q_source,
+            "fit_baseline_scale": knobs.fit_baseline_scale,
         },
         agents=agents,
         target_update_interval=knobs.target_update_interval,
