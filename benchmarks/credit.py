@@ -9,12 +9,12 @@ Ray, one torch thread), two runs at a time (``--jobs``), on
   1,000 tasks. Every algorithm starts from the same warm start (``warm_start:``, the env's expert
   cloned into the actor on 100 training tasks for 6 epochs: LEMON's supervised start on valid
   specs, kept short so that no run starts at the threshold), then PPO with the same settings (250
-  env steps per iteration, lr 5e-4, no entropy bonus; coma with its sampled-return Q term and
-  per-agent centring, see ``benches``). Budgets: 4,000 (level 2) and 16,000 (level 3) env steps,
-  the latter long enough that reaching 0.8 within half of it is a claim about ippo and mappo too.
-  The greedy policy is evaluated right after the warm start and every 1,000 env
-  steps on the same 30 held-out tasks; metric: held-out success (the held-out team return, summed
-  over agents, is reported too);
+  env steps per iteration, lr 5e-4, no entropy bonus; coma with its sampled-return Q term,
+  per-agent centring and fitted baseline scale, see ``benches``). Budgets: 4,000 (level 2) and
+  16,000 (level 3) env steps, the latter long enough that reaching 0.8 within half of it is a
+  claim about ippo and mappo too. The greedy policy is evaluated right after the warm start and
+  every 1,000 env steps on the same 30 held-out tasks; metric: held-out success (the held-out
+  team return, summed over agents, is reported too);
 - ``simple_spread``: MPE, N=3, 25-step episodes, ``local_ratio=0`` (one shared team reward for
   every algorithm), from scratch; budget 30,000 env steps; metric: team return of the sampled
   policy on 10 fresh episodes, SUMMED over the 3 agents (no success threshold: ``steps_to_0_8``
@@ -39,29 +39,31 @@ Run:
 It prints the JSON and writes ``credit.json`` + ``credit.png`` under ``--out``
 (default ``runs/bench/credit``).
 
-Expected (measured 2026-11-30 on the 2-core machine; full run 48.9 min):
+Expected (measured 2026-12-01 on the 2-core machine; full run 48.7 min):
 
 - orchestration level 3, held-out success IQM [95% CI] after 16,000 env steps, from 0.53 after
-  the warm start: lemon 0.92 [0.88, 0.99], mappo 0.52 [0.36, 0.62], ippo 0.43 [0.33, 0.54], coma
-  0.34 [0.23, 0.49]. Only lemon reaches 0.8: its IQM curve at 6,000 env steps (per seed 3,000 /
-  5,000 / 8,000 / 10,000 / 5,000; IQM 6,000 [3,667, 9,333]); ippo, mappo and coma on no seed
-  within 16,000. All four first fall below the warm start (0.28-0.37 after 1,000 env steps); lemon
-  climbs back from 2,000 on, the others slowly in the second half. Critic explained variance:
-  mappo 0.46, ippo 0.43, coma 0.29, lemon 0.27;
-- level 2 after 4,000 env steps, from 0.47: lemon 0.62 [0.50, 0.79], ippo 0.51 [0.40, 0.59], mappo
-  0.44 [0.32, 0.53], coma 0.24 [0.21, 0.34]; none reaches 0.8 (lemon on 1 of 5 seeds);
-- simple_spread, sampled-policy team return IQM: mappo -143.0 [-157.1, -138.4], ippo -146.0
-  [-152.1, -139.1], coma -171.9 [-182.6, -160.3] (coma trails mappo, as in the literature);
+  the warm start: lemon 0.91 [0.87, 0.99], coma 0.71 [0.60, 0.79], mappo 0.52 [0.38, 0.59], ippo
+  0.36 [0.30, 0.40]; P(coma > ippo) 1.00 [1.00, 1.00]. lemon's IQM curve reaches 0.8 at 6,000 env
+  steps (per seed 5,000 / 6,000 / 6,000 / 10,000 / 7,000; IQM 6,333 [5,333, 9,000]); coma on 1
+  seed (at 16,000), ippo and mappo on none. All four first fall below the warm start (0.29-0.38
+  after 1,000 env steps); lemon climbs back from 2,000 on, coma and mappo in the second half.
+  Critic explained variance: mappo 0.44, ippo 0.43, lemon 0.28, coma 0.18;
+- level 2 after 4,000 env steps, from 0.47: lemon 0.78 [0.58, 0.83], ippo 0.46 [0.37, 0.76], mappo
+  0.42 [0.30, 0.50], coma 0.38 [0.33, 0.50]; none reaches 0.8 (lemon on 2 of 5 seeds, ippo on 1);
+- simple_spread, sampled-policy team return IQM: ippo -142.8 [-156.5, -138.8], mappo -147.4
+  [-156.5, -139.0], coma -156.9 [-191.6, -149.5] (coma trails mappo, as in the literature);
 - LEMON's counterfactual cost: 3.0 (level 2) and 4.6 (level 3) extra spec executions per episode,
-  0.9 / 1.4 nodes actually re-run per execution thanks to the node cache, and +29% / +56% wall
+  0.9 / 1.4 nodes actually re-run per execution thanks to the node cache, and +30% / +61% wall
   time over the rest of LEMON's runs (LEMON reports +12%; the cached task pool makes the rest
   of a run cheap, so the replays' share grows).
 
-Runs are not bit-reproducible (sandbox timing feeds the reward): the previous full run on the same
-settings gave, at level 3, lemon 0.91 (0.8 at 8,000 env steps), ippo 0.46, coma 0.41, mappo 0.40.
-The 10-seed coma-against-ippo run above (37.9 min): coma 0.44 [0.30, 0.51], ippo 0.47 [0.41, 0.54],
-P(coma > ippo) 0.41 [0.18, 0.67]; neither reaches 0.8 on any seed; critic explained variance coma
-0.33, ippo 0.44.
+Runs are not bit-reproducible (sandbox timing feeds the reward): the two previous full runs, before
+coma's ``fit_baseline_scale``, gave at level 3 lemon 0.92 / 0.91, mappo 0.52 / 0.40, ippo 0.43 /
+0.46 and coma 0.34 / 0.41. The 10-seed coma-against-ippo run
+(``--envs orchestration_l3 --algos ippo coma --seeds 10``, 35.5 min): coma 0.71 [0.64, 0.78], ippo
+0.35 [0.27, 0.45], P(coma > ippo) 0.975 [0.90, 1.00]; coma reaches 0.8 on 3 of 10 seeds, ippo on
+none; critic explained variance coma 0.09, ippo 0.44. Before ``fit_baseline_scale`` the same
+command gave coma 0.44 [0.30, 0.51], ippo 0.47 [0.41, 0.54].
 """
 
 from __future__ import annotations

@@ -44,7 +44,7 @@ def fitted_baseline_scale(
     q: np.ndarray, baseline: np.ndarray, agent_index: np.ndarray, mask: np.ndarray
 ) -> np.ndarray:
     """Per agent, the variance-minimising coefficient of the counterfactual baseline used as a
-    control variate (Glasserman 2004, Monte Carlo Methods in Financial Engineering, Eq. 4.3):
+    control variate (Glasserman 2004, Monte Carlo Methods in Financial Engineering, sec. 4.1):
 
         c_i = Cov(Q, b_i) / Var(b_i),  clipped to [0, 1],   A_i = Q(s, u) - c_i b_i(s, u_-i)
 
