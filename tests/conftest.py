@@ -13,14 +13,17 @@ import pytest
 os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 os.environ.setdefault("MLFLOW_LOGGING_LEVEL", "WARNING")
-# torch makes its compiler's cache dir (/tmp/torchinductor_$USER) in every process that imports
-# it; the session's processes, Ray's workers included, inherit this one, removed at the end.
-_INDUCTOR_CACHE = tempfile.mkdtemp(prefix="orl-inductor-")
-os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", _INDUCTOR_CACHE)
+# Files that libraries drop in /tmp go to one session dir instead, inherited by the session's
+# processes (Ray's workers included) and removed at the end: torch's compiler cache
+# (/tmp/torchinductor_$USER, made by every process that imports torch) and Ray Train/Tune's file
+# locks (/tmp/_ray_lockfiles; every Ray start in the tests names its own --temp-dir / _temp_dir).
+_SCRATCH = tempfile.mkdtemp(prefix="orl-session-")
+os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", os.path.join(_SCRATCH, "torchinductor"))
+os.environ.setdefault("RAY_TMPDIR", _SCRATCH)
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    shutil.rmtree(_INDUCTOR_CACHE, ignore_errors=True)
+    shutil.rmtree(_SCRATCH, ignore_errors=True)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
