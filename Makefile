@@ -24,7 +24,7 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 demo: install
-	$(BIN)/orchestrl curriculum tune_configs/curricula/lemon_demo.yaml
+	$(BIN)/orchestrl curriculum configs/curricula/lemon_demo.yaml
 
 test: install
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)

@@ -21,7 +21,7 @@ Ray, one torch thread), two runs at a time (``--jobs``), on
   is null).
 
 Reported per env (JSON keyed by env name): ``final_iqm`` / ``ci95`` (IQM over seeds of the last
-evaluation, 95% stratified-bootstrap CI, ``orchestrl.platform.stats``), ``steps_to_0_8`` (env steps
+evaluation, 95% stratified-bootstrap CI, ``orchestrl.tracking.stats``), ``steps_to_0_8`` (env steps
 at which the IQM curve first reaches 0.8, null if never) and per seed, with ``steps_to_0_8_ci95``
 (the IQM over seeds of those per-seed steps, a seed that never reaches 0.8 counted at the budget:
 a lower bound), the IQM curves with their bands, ``critic_explained_variance`` (IQM over seeds of
@@ -242,9 +242,9 @@ def train_run(bench: Bench, algo: str, seed: int) -> dict[str, Any]:
     from ray.rllib.algorithms.ppo.ppo import LEARNER_RESULTS_VF_EXPLAINED_VAR_KEY as VF_EXPLAINED_VAR
     from ray.rllib.env.multi_agent_env_runner import MultiAgentEnvRunner
 
-    from orchestrl.platform.builder import build_ppo_config
-    from orchestrl.platform.config import validate_config
-    from orchestrl.platform.inprocess import InProcessTrainer
+    from orchestrl.experiment.builder import build_ppo_config
+    from orchestrl.experiment.config import validate_config
+    from orchestrl.training.inprocess import InProcessTrainer
 
     started = time.perf_counter()
     ppo = build_ppo_config(validate_config(experiment(bench, algo, seed)))
@@ -291,7 +291,7 @@ def first_reach(steps: list[int], values: list[float]) -> int | None:
 
 
 def curve_summary(runs: list[dict[str, Any]], key: str) -> dict[str, list[float]]:
-    from orchestrl.platform.stats import curve_band
+    from orchestrl.tracking.stats import curve_band
 
     band = curve_band([dict(zip(r["steps"], r["curves"][key], strict=True)) for r in runs], seed=0)
     return {
@@ -305,7 +305,7 @@ def curve_summary(runs: list[dict[str, Any]], key: str) -> dict[str, list[float]
 def put_iqm(out: dict[str, Any], key: str, ci_key: str, algo: str, per_seed: list[float]) -> None:
     """``out[key][algo]``: the IQM over seeds of one value per seed; ``out[ci_key][algo]``: its 95%
     stratified-bootstrap CI."""
-    from orchestrl.platform.stats import aggregate
+    from orchestrl.tracking.stats import aggregate
 
     agg = aggregate(per_seed, seed=0)
     out[key][algo] = agg.iqm.value
@@ -368,7 +368,7 @@ def improvement_over(finals: dict[str, list[float]], baseline: str) -> dict[str,
     """algorithm -> [P(X > baseline), 95% CI low, high] from each run's final score: the probability
     that a run of X ends above a run of the baseline (ties count one half; Agarwal et al. 2021). 0.5
     is a match; an interval containing 0.5 cannot tell the two apart."""
-    from orchestrl.platform.stats import probability_of_improvement
+    from orchestrl.tracking.stats import probability_of_improvement
 
     out = {}
     for algo, scores in finals.items():
@@ -441,9 +441,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         mode = " with --quick" if args.quick else ""
         parser.error(f"--envs: unknown env{mode}: {', '.join(unknown)} (known: {', '.join(known)})")
 
+    from orchestrl.algorithms.lemon.adapters import has_counterfactual_api
     from orchestrl.envs.registry import get_env
-    from orchestrl.platform.runtime import quiet_environment, silence_noise, worker_pool
-    from orchestrl.policies.lemon.adapters import has_counterfactual_api
+    from orchestrl.training.runtime import quiet_environment, silence_noise, worker_pool
 
     args.out.mkdir(parents=True, exist_ok=True)
     quiet_environment(args.out)

@@ -20,7 +20,7 @@ process via ``InProcessTrainer``, with Ray never started; one torch thread):
   with continuous messages vs messages cut (the env's own speech channel stays in both), PPO only;
   the greedy return over 20 episodes at the end.
 
-Each figure is the IQM over seeds with a 95% stratified-bootstrap CI (``orchestrl.platform.stats``).
+Each figure is the IQM over seeds with a 95% stratified-bootstrap CI (``orchestrl.tracking.stats``).
 Prints one JSON object and writes ``neuromas.png`` (``--out``).
 
 Run:
@@ -57,13 +57,13 @@ What it shows, and what it does not:
   scratch (equal steps after growth), scores 0.901 against 0.867, higher on every seed (0.908 /
   0.871 / 0.924 against 0.894 / 0.798 / 0.910); the CIs overlap. Growth is exact: each grown net,
   before any training, scores what its -5 did (``grown_at_growth_per_seed``), because the new layer
-  starts as relays (residual messages, ``orchestrl/policies/neuromas/growth.py``). The grown net has
+  starts as relays (residual messages, ``orchestrl/algorithms/neuromas/growth.py``). The grown net has
   had the -5's training too; that head start is what growth buys (without relays, the grown net
   started at 0.18 and ended 0.030 below scratch).
 - PPO after cloning changes little: it moves each variant's IQM by -0.03 to +0.03 (the JSON's
   ``heldout_accuracy_after_bc_only``); the train split is solved (train accuracy ~1.0). It cost
   single runs up to 0.08 until the warm start also fitted the auxiliary reward head (see
-  ``orchestrl/policies/neuromas/warm_start.py``).
+  ``orchestrl/algorithms/neuromas/warm_start.py``).
 - speaker_listener needs far more than 20k steps: both variants are still at the start of
   learning; their CIs overlap.
 """
@@ -85,17 +85,17 @@ import torch
 import tree
 from ray.rllib.utils.spaces import space_utils
 
+from orchestrl.algorithms.neuromas.algorithm import WarmStart
+from orchestrl.algorithms.neuromas.growth import grow
+from orchestrl.algorithms.neuromas.learner import KNOBS_KEY
+from orchestrl.algorithms.neuromas.network import parameter_count
+from orchestrl.algorithms.neuromas.team_env import TEAM, NeuromasTeamEnv
 from orchestrl.envs.rllib_env import env_config
-from orchestrl.platform.builder import build_ppo_config
-from orchestrl.platform.config import validate_config
-from orchestrl.platform.inprocess import InProcessTrainer
-from orchestrl.platform.runtime import quiet_environment, silence_noise, worker_pool
-from orchestrl.platform.stats import aggregate
-from orchestrl.policies.neuromas.algorithm import WarmStart
-from orchestrl.policies.neuromas.growth import grow
-from orchestrl.policies.neuromas.learner import KNOBS_KEY
-from orchestrl.policies.neuromas.network import parameter_count
-from orchestrl.policies.neuromas.team_env import TEAM, NeuromasTeamEnv
+from orchestrl.experiment.builder import build_ppo_config
+from orchestrl.experiment.config import validate_config
+from orchestrl.tracking.stats import aggregate
+from orchestrl.training.inprocess import InProcessTrainer
+from orchestrl.training.runtime import quiet_environment, silence_noise, worker_pool
 
 
 @dataclass(frozen=True)
@@ -320,7 +320,7 @@ def plot(result: dict[str, Any], path: Path) -> None:
 def score_checkpoint(path: str) -> dict[str, Any]:
     """Execution accuracy of a trained team module (e.g. an ``orchestrl train`` checkpoint) on
     every question of each split."""
-    from orchestrl.policies.neuromas.growth import load_module
+    from orchestrl.algorithms.neuromas.growth import load_module
 
     torch.set_num_threads(1)
     module = load_module(path)
@@ -340,7 +340,7 @@ def run_text2sql(
 ) -> dict[str, float]:
     """One run in a worker process. ``neuromas5`` leaves its module in ``modules/<seed>`` for the
     same seed's ``neuromas7_grown``."""
-    from orchestrl.policies.neuromas.growth import load_module
+    from orchestrl.algorithms.neuromas.growth import load_module
 
     grow_from = load_module(modules / str(seed)) if name == "neuromas7_grown" else None
     result, module = train_text2sql(name, seed, budget, data_dir, hidden, grow_from)

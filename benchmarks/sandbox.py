@@ -50,10 +50,10 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from orchestrl.envs.orchestration import ops
-from orchestrl.envs.orchestration.counterfactual import Edit, apply_edit
+from orchestrl.envs.orchestration.edits import Edit, apply_edit
 from orchestrl.envs.orchestration.executor import Executor, NodeCache
 from orchestrl.envs.orchestration.reward import RewardConfig, Scorer
-from orchestrl.envs.orchestration.sandbox import SandboxPool
+from orchestrl.envs.orchestration.sandbox.pool import SandboxPool
 from orchestrl.envs.orchestration.spec import SpecError
 from orchestrl.envs.orchestration.tables import TargetIndex
 from orchestrl.envs.orchestration.tasks import LEVELS, Task, generate_task

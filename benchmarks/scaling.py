@@ -98,9 +98,9 @@ def drain_metrics(group: Any) -> None:
 
 def measure(runners: int, iters: int, run_dir: Path) -> dict[str, Any]:
     """Builds the algorithm with ``runners`` env runners on the connected cluster and times it."""
-    from orchestrl.platform.builder import build_ppo_config
-    from orchestrl.platform.checkpoints import build_algorithm
-    from orchestrl.platform.config import validate_config
+    from orchestrl.experiment.builder import build_ppo_config
+    from orchestrl.experiment.config import validate_config
+    from orchestrl.training.checkpoints import build_algorithm
 
     cfg = validate_config(experiment(runners, run_dir))
     algo = build_algorithm(build_ppo_config(cfg, gpus_available=0), run_dir / f"algo_{runners}")
@@ -174,7 +174,7 @@ def main() -> None:
     import ray
     import torch
 
-    from orchestrl.platform.runtime import quiet_environment, silence_noise
+    from orchestrl.training.runtime import quiet_environment, silence_noise
 
     load_start = round(os.getloadavg()[0], 2)
     quiet_environment(root / "runs")

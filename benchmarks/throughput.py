@@ -31,10 +31,10 @@ import numpy as np
 import psutil
 
 from orchestrl.envs.registry import make_env
-from orchestrl.platform.builder import base_ppo_config, build_ppo_config
-from orchestrl.platform.checkpoints import build_algorithm
-from orchestrl.platform.config import ResourcesSection, validate_config
-from orchestrl.platform.runtime import quiet_environment, ray_session, silence_noise
+from orchestrl.experiment.builder import base_ppo_config, build_ppo_config
+from orchestrl.experiment.config import ResourcesSection, validate_config
+from orchestrl.training.checkpoints import build_algorithm
+from orchestrl.training.runtime import quiet_environment, ray_session, silence_noise
 
 ENV_KWARGS = {"N": 3, "max_cycles": 25}
 

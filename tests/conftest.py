@@ -38,8 +38,8 @@ def ray_local() -> Iterator[Path]:
     (Ray's unix socket paths must stay under 107 characters) and are removed afterwards."""
     import ray
 
-    from orchestrl.platform.config import ResourcesSection
-    from orchestrl.platform.runtime import ray_session
+    from orchestrl.experiment.config import ResourcesSection
+    from orchestrl.training.runtime import ray_session
 
     root = Path(tempfile.mkdtemp(prefix="orl-"))
     with ray_session(ResourcesSection(num_cpus=2, object_store_mb=256), root):

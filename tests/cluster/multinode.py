@@ -195,7 +195,7 @@ class LocalCluster:
 
     def start(self, timeout_s: float = 120) -> None:
         """Starts the head and waits until its Jobs API answers."""
-        from orchestrl.platform import jobs
+        from orchestrl.cluster import jobs
 
         self.home.mkdir(parents=True, exist_ok=True)
         self.tmp.mkdir(parents=True, exist_ok=True)

@@ -13,8 +13,8 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from orchestrl.platform import jobs
-from orchestrl.platform.jobs_cli import SUBMIT_CONTEXT_SETTINGS, jobs_app, submit_command
+from orchestrl.cluster import jobs
+from orchestrl.cluster.cli import SUBMIT_CONTEXT_SETTINGS, jobs_app, submit_command
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -164,7 +164,7 @@ def test_entrypoint_passes_every_argument_through_the_shell_intact(tmp_path: Pat
 
 
 def test_the_launcher_is_the_console_script_body() -> None:
-    assert jobs.ORCHESTRL_LAUNCHER.startswith("import sys; from orchestrl.platform.cli import main;")
+    assert jobs.ORCHESTRL_LAUNCHER.startswith("import sys; from orchestrl.cli import main;")
     assert jobs.build_entrypoint(["train", "x.yaml"]).startswith("python -c ")
 
 

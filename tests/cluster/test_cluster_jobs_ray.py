@@ -25,8 +25,8 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from orchestrl.platform import jobs
-from orchestrl.platform.jobs_cli import SUBMIT_CONTEXT_SETTINGS, jobs_app, submit_command
+from orchestrl.cluster import jobs
+from orchestrl.cluster.cli import SUBMIT_CONTEXT_SETTINGS, jobs_app, submit_command
 
 pytestmark = [pytest.mark.ray, pytest.mark.timeout(240)]
 

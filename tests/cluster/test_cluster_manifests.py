@@ -22,7 +22,7 @@ import pytest
 import ray
 import yaml
 
-from orchestrl.platform import jobs
+from orchestrl.cluster import jobs
 
 ROOT = Path(__file__).resolve().parents[2]
 CLUSTER = ROOT / "cluster"

@@ -42,8 +42,9 @@ from multinode import (
 )
 from typer.testing import CliRunner
 
-from orchestrl.platform import jobs, tracking
-from orchestrl.platform.cli import app
+from orchestrl.cli import app
+from orchestrl.cluster import jobs
+from orchestrl.tracking import runs as tracking
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow, pytest.mark.timeout(420)]
 

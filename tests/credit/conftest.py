@@ -6,7 +6,7 @@ import pytest
 import torch
 from credit_helpers import ONE_AGENT_MATTERS, tiny, trainer
 
-from orchestrl.platform.inprocess import InProcessTrainer
+from orchestrl.training.inprocess import InProcessTrainer
 
 
 @pytest.fixture(autouse=True, scope="module")

@@ -9,9 +9,9 @@ import torch
 import tree
 from ray.rllib.core.columns import Columns
 
-from orchestrl.platform.builder import build_ppo_config
-from orchestrl.platform.config import validate_config
-from orchestrl.platform.inprocess import InProcessTrainer
+from orchestrl.experiment.builder import build_ppo_config
+from orchestrl.experiment.config import validate_config
+from orchestrl.training.inprocess import InProcessTrainer
 
 ONE_AGENT_MATTERS = [[1.0, 1.0], [0.0, 0.0]]
 """agent_0's row decides the payoff; agent_1's column never does."""

@@ -7,16 +7,16 @@ import itertools
 import numpy as np
 import torch
 
-from orchestrl.envs.matrix import CLIMBING_GAME
-from orchestrl.policies.coma.advantage import (
+from orchestrl.algorithms.coma.advantage import (
     ComaAdvantage,
     center_per_agent,
     coma_advantages,
     fitted_baseline_scale,
     policy_probs,
 )
-from orchestrl.policies.coma.module import Q_VALUES, taken_q
-from orchestrl.policies.counterfactual import AGENT_INDEX, TEAM_REWARD, team_value_targets
+from orchestrl.algorithms.coma.module import Q_VALUES, taken_q
+from orchestrl.algorithms.counterfactual import AGENT_INDEX, TEAM_REWARD, team_value_targets
+from orchestrl.envs.matrix import CLIMBING_GAME
 
 R = np.asarray(CLIMBING_GAME)
 PI = [np.array([0.5, 0.3, 0.2]), np.array([0.1, 0.6, 0.3])]

@@ -10,11 +10,11 @@ import pytest
 from credit_helpers import tiny
 from ray.rllib.env.multi_agent_episode import MultiAgentEpisode
 
+from orchestrl.algorithms.counterfactual import AddCreditColumns
+from orchestrl.algorithms.lemon.replay import ReplayCallbacks
 from orchestrl.envs.spaces import NotSimultaneousError
-from orchestrl.platform.builder import build_ppo_config
-from orchestrl.platform.config import ConfigError, validate_config
-from orchestrl.policies.counterfactual import AddCreditColumns
-from orchestrl.policies.lemon.replay import ReplayCallbacks
+from orchestrl.experiment.builder import build_ppo_config
+from orchestrl.experiment.config import ConfigError, validate_config
 
 
 def test_replay_on_an_env_without_counterfactual_api_fails_at_build_in_one_line() -> None:

@@ -7,10 +7,10 @@ import itertools
 import numpy as np
 import pytest
 
+from orchestrl.algorithms.lemon.advantage import lemon_advantages
+from orchestrl.algorithms.lemon.replay import FamilySampler, alternative_action, family_probabilities
+from orchestrl.envs.counterfactual import CounterfactualEnv, Edit, EditFamily, EditNotApplicable
 from orchestrl.envs.matrix import CLIMBING_GAME, MatrixGameEnv
-from orchestrl.policies.lemon.advantage import lemon_advantages
-from orchestrl.policies.lemon.protocol import CounterfactualEnv, Edit, EditFamily, EditNotApplicable
-from orchestrl.policies.lemon.replay import FamilySampler, alternative_action, family_probabilities
 
 R = np.asarray(CLIMBING_GAME)
 

@@ -6,15 +6,15 @@ import numpy as np
 import pytest
 from credit_helpers import tiny, trainer
 
-from orchestrl.policies.lemon.adapters import as_counterfactual_env, has_counterfactual_api
-from orchestrl.policies.lemon.protocol import EDIT_FAMILIES, Edit, EditFamily, EditNotApplicable
+from orchestrl.algorithms.lemon.adapters import as_counterfactual_env, has_counterfactual_api
+from orchestrl.envs.counterfactual import EDIT_FAMILIES, Edit, EditFamily, EditNotApplicable
 
 orchestration = pytest.importorskip("orchestrl.envs.orchestration.env")
 
 
 @pytest.fixture(scope="module")
 def finished_env():
-    from orchestrl.envs.orchestration.sandbox import close_shared_pool
+    from orchestrl.envs.orchestration.sandbox.pool import close_shared_pool
 
     env = orchestration.OrchestrationEnv(level=2)
     env.reset(seed=3)
@@ -30,7 +30,7 @@ def test_orchestration_env_is_recognised_as_counterfactual() -> None:
 
 
 def test_adapter_deltas_equal_the_envs_own_counterfactuals(finished_env) -> None:
-    from orchestrl.envs.orchestration.counterfactual import Edit as Native
+    from orchestrl.envs.orchestration.edits import Edit as Native
 
     adapter = as_counterfactual_env(finished_env)
     spec = adapter.counterfactual_spec()

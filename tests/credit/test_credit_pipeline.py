@@ -9,9 +9,8 @@ import numpy as np
 import pytest
 from credit_helpers import ONE_AGENT_MATTERS, tiny, trainer
 
-from orchestrl.platform.inprocess import InProcessTrainer
-from orchestrl.policies.actor_critic import GLOBAL_STATE
-from orchestrl.policies.counterfactual import (
+from orchestrl.algorithms.actor_critic import GLOBAL_STATE
+from orchestrl.algorithms.counterfactual import (
     AGENT_INDEX,
     CF_DELTA,
     CF_FAMILY,
@@ -19,7 +18,8 @@ from orchestrl.policies.counterfactual import (
     REPLAY_KEY,
     TEAM_REWARD,
 )
-from orchestrl.policies.lemon.protocol import EDIT_FAMILIES, EditFamily
+from orchestrl.envs.counterfactual import EDIT_FAMILIES, EditFamily
+from orchestrl.training.inprocess import InProcessTrainer
 
 PAYOFF = np.asarray(ONE_AGENT_MATTERS)
 

@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from orchestrl.policies.counterfactual import (
+from orchestrl.algorithms.counterfactual import (
     CREDIT_TABLE,
     CreditCallbacks,
     CreditSpec,

@@ -11,12 +11,12 @@ import numpy as np
 import pytest
 from credit_helpers import ONE_AGENT_MATTERS, expert_agreement, tiny
 
-from orchestrl.platform import tracking
-from orchestrl.platform.builder import build_ppo_config
-from orchestrl.platform.checkpoints import build_algorithm
-from orchestrl.platform.config import validate_config
-from orchestrl.platform.train import train
-from orchestrl.policies.behaviour_cloning import collect_agent_demonstrations
+from orchestrl.algorithms.behaviour_cloning import collect_agent_demonstrations
+from orchestrl.experiment.builder import build_ppo_config
+from orchestrl.experiment.config import validate_config
+from orchestrl.tracking import runs as tracking
+from orchestrl.training.checkpoints import build_algorithm
+from orchestrl.training.train import train
 
 pytestmark = pytest.mark.ray
 

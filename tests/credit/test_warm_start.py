@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 from credit_helpers import expert_agreement, tiny, trainer
 
-from orchestrl.platform.builder import build_ppo_config
-from orchestrl.platform.config import ConfigError, validate_config
-from orchestrl.policies.behaviour_cloning import collect_agent_demonstrations
+from orchestrl.algorithms.behaviour_cloning import collect_agent_demonstrations
+from orchestrl.experiment.builder import build_ppo_config
+from orchestrl.experiment.config import ConfigError, validate_config
 
 
 @pytest.mark.parametrize("algo", ["ippo", "lemon"])

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from orchestrl.platform import tracking
-from orchestrl.platform.config import validate_config
-from orchestrl.platform.train import train
+from orchestrl.experiment.config import validate_config
+from orchestrl.tracking import runs as tracking
+from orchestrl.training.train import train
 
 pytestmark = pytest.mark.ray
 
@@ -92,7 +92,7 @@ def test_resume_of_an_unknown_run_is_a_clear_error(run_dir: Path) -> None:
         [
             sys.executable,
             "-m",
-            "orchestrl.platform.cli",
+            "orchestrl.cli",
             "train",
             "--resume",
             "0" * 32,
@@ -116,7 +116,7 @@ def test_ui_serves_the_run(finished_run: tuple[Path, str]) -> None:
         [
             sys.executable,
             "-m",
-            "orchestrl.platform.cli",
+            "orchestrl.cli",
             "ui",
             "--run-dir",
             str(run_dir),
@@ -148,12 +148,8 @@ def test_ui_serves_the_run(finished_run: tuple[Path, str]) -> None:
 
 
 def test_cli_lists_envs_and_algorithms() -> None:
-    envs = subprocess.run(
-        [sys.executable, "-m", "orchestrl.platform.cli", "envs"], capture_output=True, text=True
-    )
-    algos = subprocess.run(
-        [sys.executable, "-m", "orchestrl.platform.cli", "algos"], capture_output=True, text=True
-    )
+    envs = subprocess.run([sys.executable, "-m", "orchestrl.cli", "envs"], capture_output=True, text=True)
+    algos = subprocess.run([sys.executable, "-m", "orchestrl.cli", "algos"], capture_output=True, text=True)
     assert envs.returncode == algos.returncode == 0
     assert {"simple_spread", "simple_speaker_listener", "simple_reference"} <= {
         line.split()[0] for line in envs.stdout.splitlines()

@@ -6,12 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from orchestrl.platform.algos import get_algorithm
-from orchestrl.platform.builder import build_ppo_config
-from orchestrl.platform.config import ConfigError, validate_config
-from orchestrl.policies.neuromas import NeuromasConfig, configure_neuromas
+from orchestrl.algorithms.neuromas import NeuromasConfig, configure_neuromas
+from orchestrl.experiment.algorithms import get_algorithm
+from orchestrl.experiment.builder import build_ppo_config
+from orchestrl.experiment.config import ConfigError, validate_config
 
-TUNE_CONFIGS = Path(__file__).resolve().parents[2] / "tune_configs"
+TUNE_CONFIGS = Path(__file__).resolve().parents[2] / "configs"
 
 
 def test_the_registry_entry_resolves_to_this_package() -> None:
@@ -63,7 +63,7 @@ def test_env_dependent_errors_are_config_errors(experiment, env: str, knobs: dic
 
 @pytest.mark.parametrize("path", sorted(TUNE_CONFIGS.glob("neuromas_*.yaml")), ids=lambda p: p.name)
 def test_shipped_configs_validate(path: Path) -> None:
-    from orchestrl.platform.config import load_config
+    from orchestrl.experiment.config import load_config
 
     cfg = load_config(path)
     assert cfg.algorithm.name == "neuromas"

@@ -7,13 +7,13 @@ from pathlib import Path
 import pytest
 import torch
 
-from orchestrl.platform.builder import build_ppo_config
-from orchestrl.platform.config import validate_config
-from orchestrl.policies.neuromas.algorithm import WarmStart
-from orchestrl.policies.neuromas.growth import NODE_PARAMS, grow, load_module
-from orchestrl.policies.neuromas.network import NetConfig, NeuromasNet, TeamSpec
-from orchestrl.policies.neuromas.team_env import TEAM
-from orchestrl.policies.neuromas.topology import Topology
+from orchestrl.algorithms.neuromas.algorithm import WarmStart
+from orchestrl.algorithms.neuromas.growth import NODE_PARAMS, grow, load_module
+from orchestrl.algorithms.neuromas.network import NetConfig, NeuromasNet, TeamSpec
+from orchestrl.algorithms.neuromas.team_env import TEAM
+from orchestrl.algorithms.neuromas.topology import Topology
+from orchestrl.experiment.builder import build_ppo_config
+from orchestrl.experiment.config import validate_config
 
 SPEC = TeamSpec(("in", "out"), {"in": 6, "out": 6}, {"in": 0, "out": 0}, {"in": (4,), "out": (2, 3)})
 CFG = NetConfig(dim=16, heads=2, hidden=(16,), adapter_rank=3)

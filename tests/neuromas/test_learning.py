@@ -10,13 +10,13 @@ import pytest
 import torch
 from ray.rllib.core.columns import Columns
 
-from orchestrl.platform.builder import build_ppo_config
-from orchestrl.platform.config import validate_config
-from orchestrl.platform.inprocess import InProcessTrainer
-from orchestrl.policies.neuromas.algorithm import WarmStart
-from orchestrl.policies.neuromas.learner import KNOBS_KEY
-from orchestrl.policies.neuromas.team_env import TEAM
-from orchestrl.policies.neuromas.warm_start import collect_demonstrations
+from orchestrl.algorithms.neuromas.algorithm import WarmStart
+from orchestrl.algorithms.neuromas.learner import KNOBS_KEY
+from orchestrl.algorithms.neuromas.team_env import TEAM
+from orchestrl.algorithms.neuromas.warm_start import collect_demonstrations
+from orchestrl.experiment.builder import build_ppo_config
+from orchestrl.experiment.config import validate_config
+from orchestrl.training.inprocess import InProcessTrainer
 
 
 def trainer_for(experiment, env: str, lr: float = 3e-4, **knobs) -> tuple[InProcessTrainer, dict]:

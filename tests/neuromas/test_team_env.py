@@ -5,17 +5,17 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from orchestrl.envs.rllib_env import env_config
-from orchestrl.envs.spaces import NotSimultaneousError
-from orchestrl.envs.text2sql.actions import COMPOSER, EXTRACTOR, NVEC
-from orchestrl.platform.callbacks import episode_metrics
-from orchestrl.policies.neuromas.team_env import (
+from orchestrl.algorithms.neuromas.team_env import (
     MESSAGE_SLOTS_KEY,
     MESSAGE_VOCAB_KEY,
     TEAM,
     TIME_KEY,
     NeuromasTeamEnv,
 )
+from orchestrl.envs.rllib_env import env_config
+from orchestrl.envs.spaces import NotSimultaneousError
+from orchestrl.envs.text2sql.actions import COMPOSER, EXTRACTOR, NVEC
+from orchestrl.training.callbacks import episode_metrics
 
 
 @pytest.fixture

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from orchestrl.policies.neuromas.network import NetConfig, NeuromasNet, TeamSpec
-from orchestrl.policies.neuromas.topology import MONOLITH, Topology
+from orchestrl.algorithms.neuromas.network import NetConfig, NeuromasNet, TeamSpec
+from orchestrl.algorithms.neuromas.topology import MONOLITH, Topology
 
 AGENTS = ("a", "b", "c")
 SPEC = TeamSpec(AGENTS, {a: 5 for a in AGENTS}, {a: 0 for a in AGENTS}, {a: (3,) for a in AGENTS})

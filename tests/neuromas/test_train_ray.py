@@ -10,13 +10,13 @@ import pytest
 import torch
 from ray.rllib.core.columns import Columns
 
-from orchestrl.platform import tracking
-from orchestrl.platform.builder import build_ppo_config
-from orchestrl.platform.checkpoints import build_algorithm
-from orchestrl.platform.config import validate_config
-from orchestrl.platform.warmstart import sync_learner_weights
-from orchestrl.policies.neuromas.team_env import TEAM
-from orchestrl.policies.neuromas.warm_start import collect_demonstrations
+from orchestrl.algorithms.neuromas.team_env import TEAM
+from orchestrl.algorithms.neuromas.warm_start import collect_demonstrations
+from orchestrl.experiment.builder import build_ppo_config
+from orchestrl.experiment.config import validate_config
+from orchestrl.tracking import runs as tracking
+from orchestrl.training.checkpoints import build_algorithm
+from orchestrl.training.weight_carry import sync_learner_weights
 
 pytestmark = pytest.mark.ray
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from orchestrl.envs.orchestration import sandbox
+from orchestrl.envs.orchestration.sandbox import pool as sandbox
 
 
 def alive(pid: int) -> bool:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from orchestrl.envs.orchestration.counterfactual import Edit, EditKind
+from orchestrl.envs.orchestration.edits import Edit, EditKind
 from orchestrl.envs.orchestration.env import OrchestrationEnv
 from orchestrl.envs.orchestration.spec import Capacity
 

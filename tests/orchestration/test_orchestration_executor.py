@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from orchestrl.envs.orchestration.executor import Executor, NodeCache
-from orchestrl.envs.orchestration.sandbox import shared_pool
+from orchestrl.envs.orchestration.sandbox.pool import shared_pool
 from orchestrl.envs.orchestration.spec import Capacity, FilterDuty, parse_spec
 from orchestrl.envs.orchestration.tasks import generate_task
 

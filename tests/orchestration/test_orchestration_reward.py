@@ -8,7 +8,7 @@ import pytest
 
 from orchestrl.envs.orchestration.executor import Executor, NodeCache
 from orchestrl.envs.orchestration.reward import RewardConfig, Scorer
-from orchestrl.envs.orchestration.sandbox import shared_pool
+from orchestrl.envs.orchestration.sandbox.pool import shared_pool
 from orchestrl.envs.orchestration.spec import Capacity, parse_spec
 from orchestrl.envs.orchestration.tables import TargetIndex
 from orchestrl.envs.orchestration.tasks import LEVELS, generate_task

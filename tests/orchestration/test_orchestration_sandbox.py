@@ -11,8 +11,8 @@ import pandas as pd
 import pytest
 
 import orchestrl
-from orchestrl.envs.orchestration.protocol import ProtocolError, load_table
-from orchestrl.envs.orchestration.sandbox import (
+from orchestrl.envs.orchestration.sandbox.framing import ProtocolError, load_table
+from orchestrl.envs.orchestration.sandbox.pool import (
     Call,
     Job,
     SandboxLimits,

@@ -14,18 +14,18 @@ import yaml
 from ray.rllib.core.columns import Columns
 from ray.rllib.core.rl_module.rl_module import RLModule
 
-from orchestrl.platform import tracking
-from orchestrl.platform.builder import build_ppo_config
-from orchestrl.platform.checkpoints import build_algorithm
-from orchestrl.platform.config import validate_config
-from orchestrl.platform.curriculum import CurriculumSummary, load_curriculum, run_curriculum
-from orchestrl.platform.tune_tracking import TAG_CARRY
-from orchestrl.platform.warmstart import (
+from orchestrl.experiment.builder import build_ppo_config
+from orchestrl.experiment.config import validate_config
+from orchestrl.tracking import runs as tracking
+from orchestrl.tracking.trials import TAG_CARRY
+from orchestrl.training.checkpoints import build_algorithm
+from orchestrl.training.weight_carry import (
     carry_modules,
     checkpoint_module_states,
     module_dir,
     runner_weight_gap,
 )
+from orchestrl.tune.curriculum import CurriculumSummary, load_curriculum, run_curriculum
 
 pytestmark = pytest.mark.ray
 
@@ -40,7 +40,7 @@ def curriculum_run(
     root = tmp_path_factory.mktemp("curriculum")
     spec = {
         "name": "it_curriculum",
-        "base": str(REPO / "tune_configs" / "mappo_simple_spread.yaml"),
+        "base": str(REPO / "configs" / "mappo_simple_spread.yaml"),
         "overrides": {
             "env.kwargs": {"N": 3, **SPREAD},
             "model.hidden": [32],

@@ -11,9 +11,9 @@ import pytest
 from mlflow.entities import Metric, Param, RunTag
 from typer.testing import CliRunner
 
-from orchestrl.platform import tracking
-from orchestrl.platform.cli import app
-from orchestrl.platform.report import ReportError, build_report
+from orchestrl.cli import app
+from orchestrl.tracking import runs as tracking
+from orchestrl.tracking.report import ReportError, build_report
 
 # final team returns per algorithm (3 seeds each); histories end at these values
 FINAL = {"ippo": [-60.0, -58.0, -70.0], "mappo": [-50.0, -52.0, -49.0]}

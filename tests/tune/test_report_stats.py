@@ -7,7 +7,7 @@ import pytest
 import scipy.stats
 from rliable import metrics as rl_metrics
 
-from orchestrl.platform import stats
+from orchestrl.tracking import stats
 
 
 def test_iqm_is_the_mean_of_the_middle_half() -> None:

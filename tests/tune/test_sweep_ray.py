@@ -13,10 +13,10 @@ import pytest
 import yaml
 from ray.tune import Callback
 
-from orchestrl.platform import tracking
-from orchestrl.platform.report import build_report
-from orchestrl.platform.sweep import SweepSummary, load_sweep, run_sweep
-from orchestrl.platform.tune_tracking import TAG_TRIAL
+from orchestrl.tracking import runs as tracking
+from orchestrl.tracking.report import build_report
+from orchestrl.tracking.trials import TAG_TRIAL
+from orchestrl.tune.sweep import SweepSummary, load_sweep, run_sweep
 
 pytestmark = pytest.mark.ray
 
@@ -46,7 +46,7 @@ def resumed_sweep(ray_local: Path, tmp_path_factory: pytest.TempPathFactory) -> 
     root = tmp_path_factory.mktemp("sweep")
     spec = {
         "name": "it_sweep",
-        "base": str(REPO / "tune_configs" / "mappo_simple_spread.yaml"),
+        "base": str(REPO / "configs" / "mappo_simple_spread.yaml"),
         "overrides": {
             "env.kwargs": {"N": 3, "max_cycles": 10},
             "model.hidden": [32],

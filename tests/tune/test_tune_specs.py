@@ -11,14 +11,14 @@ import numpy as np
 import pytest
 import yaml
 
-from orchestrl.platform.config import ConfigError
-from orchestrl.platform.curriculum import fill_placeholders, load_curriculum
-from orchestrl.platform.progress import SweepReporter, short_names
-from orchestrl.platform.sweep import load_sweep
-from orchestrl.platform.warmstart import CarryError, merge_state
+from orchestrl.experiment.config import ConfigError
+from orchestrl.training.weight_carry import CarryError, merge_state
+from orchestrl.tune.curriculum import fill_placeholders, load_curriculum
+from orchestrl.tune.progress import SweepReporter, short_names
+from orchestrl.tune.sweep import load_sweep
 
 REPO = Path(__file__).resolve().parents[2]
-BASE = str(REPO / "tune_configs" / "mappo_simple_spread.yaml")
+BASE = str(REPO / "configs" / "mappo_simple_spread.yaml")
 
 
 def write(tmp_path: Path, data: dict, name: str = "spec.yaml") -> Path:
@@ -123,7 +123,7 @@ def test_the_cli_refuses_a_bad_space_before_starting_anything(tmp_path: Path) ->
     path = write(tmp_path, sweep_spec(space={"training.lr": {"loguniform": [-1, 0.01]}}))
     runs = tmp_path / "runs"
     proc = subprocess.run(
-        [sys.executable, "-m", "orchestrl.platform.cli", "sweep", str(path), "--run-dir", str(runs)],
+        [sys.executable, "-m", "orchestrl.cli", "sweep", str(path), "--run-dir", str(runs)],
         capture_output=True,
         text=True,
         timeout=120,
@@ -255,8 +255,8 @@ def test_the_sweep_progress_fits_a_terminal() -> None:
 
 @pytest.mark.parametrize(
     "path",
-    sorted((REPO / "tune_configs" / "sweeps").glob("*.yaml"))
-    + sorted((REPO / "tune_configs" / "curricula").glob("*.yaml")),
+    sorted((REPO / "configs" / "sweeps").glob("*.yaml"))
+    + sorted((REPO / "configs" / "curricula").glob("*.yaml")),
     ids=lambda p: p.name,
 )
 def test_shipped_specs_validate_and_say_how_to_run_them(path: Path) -> None:
@@ -268,9 +268,9 @@ def test_shipped_specs_validate_and_say_how_to_run_them(path: Path) -> None:
 
 
 def test_the_shipped_spread_curriculum_keeps_the_actor_input_fixed_as_agents_grow() -> None:
-    from orchestrl.platform.builder import probe_env
+    from orchestrl.experiment.builder import probe_env
 
-    cur = load_curriculum(REPO / "tune_configs" / "curricula" / "mpe_spread_3to5.yaml")
+    cur = load_curriculum(REPO / "configs" / "curricula" / "mpe_spread_3to5.yaml")
     infos = [probe_env(cfg) for _, cfg in cur.stages]
     assert [len(info.agents) for info in infos] == [3, 4, 5]
     spaces = {(repr(i.observation_spaces[a]), repr(i.action_spaces[a])) for i in infos for a in i.agents}

@@ -4,7 +4,7 @@
 ends. Because the reward is a table lookup, every counterfactual question has an exact answer:
 editing one agent's action just reads another cell, which is what the credit tests rely on.
 
-Edits (see :mod:`orchestrl.policies.lemon.protocol`), with actions read as ordered levels:
+Edits (see :mod:`orchestrl.envs.counterfactual`), with actions read as ordered levels:
 
 - ``base_duty``: the agent plays ``base_action`` (its default);
 - ``downgrade_capacity``: the agent plays one level lower (``action - 1``);
@@ -25,7 +25,7 @@ import gymnasium as gym
 import numpy as np
 from pettingzoo import ParallelEnv
 
-from orchestrl.policies.lemon.protocol import CounterfactualOutcome, Edit, EditFamily, EditNotApplicable
+from orchestrl.envs.counterfactual import CounterfactualOutcome, Edit, EditFamily, EditNotApplicable
 
 CLIMBING_GAME: tuple[tuple[float, ...], ...] = ((11.0, -30.0, 0.0), (-30.0, 7.0, 6.0), (0.0, 0.0, 5.0))
 AGENTS = ("agent_0", "agent_1")

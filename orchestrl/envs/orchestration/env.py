@@ -28,12 +28,12 @@ import numpy as np
 from pettingzoo import ParallelEnv
 
 from orchestrl.envs.orchestration.actions import ActionLayout, MaskedMultiDiscrete, agent_id
-from orchestrl.envs.orchestration.counterfactual import CounterfactualResult, Edit, apply_edit
+from orchestrl.envs.orchestration.edits import CounterfactualResult, Edit, apply_edit
 from orchestrl.envs.orchestration.executor import Execution, Executor, NodeCache
 from orchestrl.envs.orchestration.expert import expert_actions
 from orchestrl.envs.orchestration.features import CLIP, Feedback, ObservationBuilder, feedback_kind
 from orchestrl.envs.orchestration.reward import RewardConfig, Score, Scorer
-from orchestrl.envs.orchestration.sandbox import SandboxPool, acquire_shared_pool, release_shared_pool
+from orchestrl.envs.orchestration.sandbox.pool import SandboxPool, acquire_shared_pool, release_shared_pool
 from orchestrl.envs.orchestration.spec import OrchestrationSpec, SpecError, parse_spec
 from orchestrl.envs.orchestration.tables import TargetIndex
 from orchestrl.envs.orchestration.tasks import HELDOUT_OFFSET, LEVELS, TASK_CACHE, Task, generate_task
@@ -224,7 +224,7 @@ class OrchestrationEnv(ParallelEnv):
                 infos[a]["episode"] = episode
             if spec is not None and score.total > self._best_score:
                 # A new best episode of this env: hand its deployable artifacts to the platform
-                # (see orchestrl.platform.callbacks), which keeps the best one across the run.
+                # (see orchestrl.training.callbacks), which keeps the best one across the run.
                 self._best_score = score.total
                 infos[agents[0]]["artifacts"] = {"spec.yaml": spec.to_yaml(), "pipeline.py": self.last_source}
             self.agents = []

@@ -20,8 +20,8 @@ from typing import Literal
 import pandas as pd
 
 from orchestrl.envs.orchestration.compiler import CompiledPipeline, compile_spec
-from orchestrl.envs.orchestration.protocol import ProtocolError, load_table
-from orchestrl.envs.orchestration.sandbox import Call, Job, SandboxPool
+from orchestrl.envs.orchestration.sandbox.framing import ProtocolError, load_table
+from orchestrl.envs.orchestration.sandbox.pool import Call, Job, SandboxPool
 from orchestrl.envs.orchestration.spec import NodeSpec, OrchestrationSpec
 from orchestrl.envs.orchestration.tasks import Task
 

@@ -1,0 +1,96 @@
+"""COMA's knobs and how they shape an RLlib ``PPOConfig``."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from orchestrl.algorithms.coma.advantage import ComaAdvantage
+from orchestrl.algorithms.coma.module import ComaModule
+from orchestrl.algorithms.counterfactual import (
+    CreditCallbacks,
+    CreditSpec,
+    TeamGaeAdvantage,
+    configure_credit,
+    global_state_dim,
+    joint_action_dim,
+)
+
+if TYPE_CHECKING:
+    from ray.rllib.algorithms.ppo import PPOConfig
+
+    from orchestrl.experiment.builder import EnvInfo
+    from orchestrl.experiment.config import ExperimentConfig
+
+
+class ComaConfig(BaseModel):
+    """``algorithm:`` keys for coma."""
+
+    model_config = ConfigDict(extra="forbid")
+    advantage: Literal["critic", "gae"] = "critic"
+    """``critic``: COMA's counterfactual baseline; ``gae``: team-reward GAE (the ablation)."""
+    share_policy: bool = True
+    """One actor (and one critic, which reads the agent id) per group of agents with equal spaces."""
+    td_lambda: float = Field(0.8, ge=0, le=1)
+    """lambda of the critic's TD(lambda) targets (0.8 in Foerster et al.)."""
+    target_update_interval: int = Field(2, ge=1)
+    """Copy the critic into the target critic every N learner updates."""
+    critic_warmup: int = Field(3, ge=0)
+    """Learner updates during which only the critic learns (actors get zero advantages)."""
+    critic_lr: float | None = Field(1e-3, gt=0)
+    """The critic's own learning rate (None: ``training.lr``)."""
+    q_source: Literal["critic", "lambda_return"] = "critic"
+    """The Q(s,u) term of A_i: the critic's (Eq. 4 verbatim) or the sampled TD(lambda) return."""
+    normalize_advantages: bool = True
+    """Divide advantages by their batch std."""
+    center_advantages: bool = False
+    """Subtract each agent's batch mean first. In theory the baseline centres them; a learned
+    critic's error, different for every agent, does not (see ``center_per_agent``)."""
+    fit_baseline_scale: bool = False
+    """Scale each agent's counterfactual baseline by its variance-minimising coefficient in [0, 1],
+    fitted on the batch (see ``fitted_baseline_scale``); off: the whole baseline, as in COMA."""
+
+
+def configure_coma(ppo: PPOConfig, cfg: ExperimentConfig, knobs: ComaConfig, env: EnvInfo) -> PPOConfig:
+    agents = tuple(env.agents)
+    state_dim = global_state_dim(env)
+    if knobs.advantage == "gae":
+        spec = CreditSpec(piece=TeamGaeAdvantage, agents=agents)
+        return configure_credit(
+            ppo,
+            cfg,
+            env,
+            spec,
+            share_policy=knobs.share_policy,
+            critic="central",
+            state_dim=state_dim,
+            callbacks=CreditCallbacks,
+        )
+    spec = CreditSpec(
+        piece=ComaAdvantage,
+        piece_kwargs={
+            "td_lambda": knobs.td_lambda,
+            "critic_warmup": knobs.critic_warmup,
+            "normalize": knobs.normalize_advantages,
+            "center": knobs.center_advantages,
+            "q_source": knobs.q_source,
+            "fit_baseline_scale": knobs.fit_baseline_scale,
+        },
+        agents=agents,
+        target_update_interval=knobs.target_update_interval,
+        critic_lr=knobs.critic_lr,
+    )
+    return configure_credit(
+        ppo,
+        cfg,
+        env,
+        spec,
+        share_policy=knobs.share_policy,
+        critic="central",
+        module_class=ComaModule,
+        state_dim=state_dim,
+        extra_model_config={"q_input_dim": state_dim + joint_action_dim(env)},
+        with_others_actions=True,
+        callbacks=CreditCallbacks,
+    )

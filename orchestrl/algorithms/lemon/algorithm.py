@@ -1,0 +1,90 @@
+"""LEMON's knobs and how they shape an RLlib ``PPOConfig``."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from orchestrl.algorithms.counterfactual import (
+    CreditCallbacks,
+    CreditSpec,
+    TeamGaeAdvantage,
+    configure_credit,
+    global_state_dim,
+)
+from orchestrl.algorithms.lemon.adapters import has_counterfactual_api
+from orchestrl.algorithms.lemon.advantage import ReplayAdvantage
+from orchestrl.algorithms.lemon.replay import ReplayCallbacks
+from orchestrl.envs.counterfactual import EDIT_FAMILIES, EditFamily
+from orchestrl.envs.registry import get_env
+from orchestrl.experiment.config import ConfigError
+
+if TYPE_CHECKING:
+    from ray.rllib.algorithms.ppo import PPOConfig
+
+    from orchestrl.experiment.builder import EnvInfo
+    from orchestrl.experiment.config import ExperimentConfig
+
+
+class LemonConfig(BaseModel):
+    """``algorithm:`` keys for lemon."""
+
+    model_config = ConfigDict(extra="forbid")
+    advantage: Literal["replay", "gae"] = "replay"
+    """``replay``: exact counterfactual deltas mixed with team GAE; ``gae``: team GAE alone (ablation)."""
+    share_policy: bool = True
+    """One actor per group of agents with identical spaces."""
+    critic: Literal["local", "central"] = "central"
+    """The value function behind the team GAE term: own observation, or MAPPO's global state."""
+    mix: float = Field(0.5, ge=0, le=1)
+    """Weight of the counterfactual term: A_i = (1 - mix) * A_team + mix * delta_i / mean|delta|."""
+    edit_families: list[EditFamily] = Field(default_factory=lambda: list(EDIT_FAMILIES), min_length=1)
+    """Which edits to sample from (base_duty, drop_edge, downgrade_capacity, alternative)."""
+    family_floor: float = Field(0.1, ge=0, le=0.25)
+    """Minimum probability of each edit family (LEMON's floor)."""
+    family_decay: float = Field(0.9, ge=0, lt=1)
+    """EMA decay of each family's recent |delta| (higher: slower adaptation)."""
+
+
+def require_counterfactual_env(cfg: ExperimentConfig) -> None:
+    """``advantage: replay`` needs an env that can re-execute edited specs; says so in one line."""
+    from orchestrl.envs.registry import make_env
+
+    entry = get_env(cfg.env.name)
+    target = entry.load()
+    if isinstance(target, type):
+        ok = has_counterfactual_api(target)
+    else:  # a factory function: look at what it builds
+        env = make_env(cfg.env.name, **cfg.env.kwargs)
+        try:
+            ok = has_counterfactual_api(getattr(env, "unwrapped", env))
+        finally:
+            env.close()
+    if not ok:
+        raise ConfigError(
+            f"algorithm.advantage: replay needs an env with a counterfactual API "
+            f"(counterfactual_spec/counterfactual_edits/counterfactual); env '{cfg.env.name}' has none "
+            f"(use advantage: gae, or algorithm coma)"
+        )
+
+
+def configure_lemon(ppo: PPOConfig, cfg: ExperimentConfig, knobs: LemonConfig, env: EnvInfo) -> PPOConfig:
+    agents = tuple(env.agents)
+    state_dim = global_state_dim(env) if knobs.critic == "central" else None
+    common = {"share_policy": knobs.share_policy, "critic": knobs.critic, "state_dim": state_dim}
+    if knobs.advantage == "gae":
+        spec = CreditSpec(piece=TeamGaeAdvantage, agents=agents)
+        return configure_credit(ppo, cfg, env, spec, callbacks=CreditCallbacks, **common)
+    require_counterfactual_env(cfg)
+    spec = CreditSpec(
+        piece=ReplayAdvantage,
+        piece_kwargs={"mix": knobs.mix},
+        agents=agents,
+        replay={
+            "families": [f.value for f in knobs.edit_families],
+            "floor": knobs.family_floor,
+            "decay": knobs.family_decay,
+        },
+    )
+    return configure_credit(ppo, cfg, env, spec, callbacks=ReplayCallbacks, **common)

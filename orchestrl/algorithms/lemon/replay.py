@@ -1,0 +1,242 @@
+"""LEMON's runner side: at each episode's end, one edit per agent, re-executed through the env.
+
+The learner holds no env, so deltas are computed where the env lives: in the env runner's
+``on_episode_end`` callback. For every agent it samples an edit family (adaptively, by each
+family's recent |delta|, with a probability floor), builds the edit (for ``alternative``: an action
+sampled from the agent's own policy, from the action-distribution inputs the runner stored in the
+episode), calls ``env.counterfactual(spec, agent, edit)`` and stores
+``delta = R(spec) - R(edited)`` in ``episode.custom_data``, which travels with the episode to the
+learner. Extra executions and their wall time are logged as ``env/cf_*`` metrics.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from ray.rllib.core.columns import Columns
+
+from orchestrl.algorithms.actor_critic import action_logit_lens
+from orchestrl.algorithms.counterfactual import REPLAY_KEY, CreditCallbacks, credit_spec
+from orchestrl.algorithms.lemon.adapters import as_counterfactual_env
+from orchestrl.envs.counterfactual import (
+    EDIT_FAMILIES,
+    CounterfactualEnv,
+    Edit,
+    EditFamily,
+    EditNotApplicable,
+    NoCounterfactualAPIError,
+)
+
+CF_METRIC = "env/cf_"
+
+
+def family_probabilities(recent_abs_delta: Sequence[float], floor: float) -> np.ndarray:
+    """LEMON's adaptive edit-family sampling: proportional to each family's recent |delta|, with
+    a floor so no family starves,
+
+        p_f = floor + (1 - F * floor) * m_f / sum_g m_g         (F families, floor <= 1/F)
+
+    where m_f is an exponential moving average of |delta| of family f's edits (uniform when all
+    are 0).
+    """
+    m = np.maximum(np.asarray(recent_abs_delta, dtype=np.float64), 0.0)
+    n = len(m)
+    floor = min(float(floor), 1.0 / n)
+    share = m / m.sum() if m.sum() > 0 else np.full(n, 1.0 / n)
+    return floor + (1.0 - n * floor) * share
+
+
+class FamilySampler:
+    """Keeps each family's recent |delta| (an EMA) and samples families by :func:`family_probabilities`."""
+
+    def __init__(
+        self, families: Sequence[EditFamily], floor: float, decay: float, rng: np.random.Generator
+    ) -> None:
+        self.families = [EditFamily(f) for f in families]
+        self.floor = floor
+        self.decay = decay
+        self.rng = rng
+        self.recent = dict.fromkeys(self.families, 1.0)
+
+    def probabilities(self, applicable: Sequence[EditFamily] | None = None) -> dict[EditFamily, float]:
+        pool = [f for f in self.families if applicable is None or f in applicable]
+        if not pool:
+            return {}
+        return dict(zip(pool, family_probabilities([self.recent[f] for f in pool], self.floor), strict=True))
+
+    def sample(self, applicable: Sequence[EditFamily]) -> EditFamily | None:
+        probs = self.probabilities(applicable)
+        if not probs:
+            return None
+        families = list(probs)
+        return families[int(self.rng.choice(len(families), p=np.fromiter(probs.values(), float)))]
+
+    def update(self, family: EditFamily, abs_delta: float) -> None:
+        self.recent[family] = self.decay * self.recent[family] + (1.0 - self.decay) * abs(abs_delta)
+
+
+@dataclass(frozen=True)
+class ReplayRecord:
+    agent: str
+    family: EditFamily
+    delta: float
+    edited_reward: float
+    seconds: float
+    terms: Mapping[str, float]
+
+
+def softmax(logits: np.ndarray) -> np.ndarray:
+    z = np.exp(logits - logits.max())
+    return z / z.sum()
+
+
+def alternative_action(
+    dist_inputs: np.ndarray, actual: Any, logit_lens: Sequence[int], rng: np.random.Generator
+) -> Any | None:
+    """An action drawn from the agent's own policy conditioned on differing from ``actual``,
+    ``pi(a | a != actual)``, exactly and without rejection; None when no other action has
+    probability > 0. Masked logits (-1e9) get probability 0.
+
+    With a factorised policy pi(a) = prod_k p_k(a_k) and q_k = p_k(actual_k), the first component
+    that differs is k with probability proportional to (prod_{j<k} q_j) (1 - q_k); then a_k is
+    drawn from p_k without actual_k, the earlier components stay as they were and the later ones
+    are drawn freely. One component (Discrete) reduces to p without the actual action, renormalised.
+    """
+    parts = np.split(np.asarray(dist_inputs, dtype=np.float64), np.cumsum(logit_lens)[:-1])
+    probs = [softmax(p) for p in parts]
+    actual_arr = np.asarray(actual, dtype=np.int64).reshape(-1)
+    q = np.array([p[u] for p, u in zip(probs, actual_arr, strict=True)])
+    first_differs = np.concatenate([[1.0], np.cumprod(q)[:-1]]) * (1.0 - q)
+    if first_differs.sum() <= 1e-12:
+        return None
+    k = int(rng.choice(len(q), p=first_differs / first_differs.sum()))
+    out = actual_arr.copy()
+    other = probs[k].copy()
+    other[actual_arr[k]] = 0.0
+    out[k] = rng.choice(len(other), p=other / other.sum())
+    for j in range(k + 1, len(probs)):
+        out[j] = rng.choice(len(probs[j]), p=probs[j])
+    return int(out[0]) if np.ndim(actual) == 0 else out
+
+
+def replay_episode(
+    env: CounterfactualEnv,
+    episode: Any,
+    sampler: FamilySampler,
+    logit_lens: Mapping[str, Sequence[int]],
+    rng: np.random.Generator,
+) -> list[ReplayRecord]:
+    """One edit per agent on the finished episode's spec; ``delta = R(spec) - R(edited)``."""
+    spec = env.counterfactual_spec()
+    if spec is None:
+        return []
+    records = []
+    for agent in sorted(episode.agent_episodes):
+        sa = episode.agent_episodes[agent]
+        applicable = [f for f in env.counterfactual_edits(spec, agent) if f in sampler.families]
+        started = time.perf_counter()  # includes attempts the env turns down as not applicable
+        while applicable:
+            family = sampler.sample(applicable)
+            action = None
+            if family is EditFamily.ALTERNATIVE:
+                action = alternative_action(
+                    sa.get_extra_model_outputs(Columns.ACTION_DIST_INPUTS, -1),
+                    sa.get_actions(-1),
+                    logit_lens[agent],
+                    rng,
+                )
+                if action is None:
+                    applicable.remove(family)
+                    continue
+            try:
+                outcome = env.counterfactual(spec, agent, Edit(family, action))
+            except EditNotApplicable:
+                applicable.remove(family)
+                continue
+            seconds = time.perf_counter() - started
+            sampler.update(family, abs(outcome.delta))
+            records.append(
+                ReplayRecord(agent, family, outcome.delta, outcome.reward, seconds, dict(outcome.terms))
+            )
+            break
+    return records
+
+
+def counterfactual_env(vector_env: Any, env_index: int) -> Any:
+    """The PettingZoo env behind sub-env ``env_index`` of an env runner's vector env."""
+    sub = vector_env.envs[env_index].unwrapped
+    raw = getattr(sub, "raw_env", None) or getattr(sub, "par_env", None) or sub
+    return getattr(raw, "unwrapped", raw)
+
+
+class ReplayCallbacks(CreditCallbacks):
+    """Env-runner side of LEMON: computes the deltas at each (training) episode's end."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.sampler: FamilySampler | None = None
+        self.rng: np.random.Generator | None = None
+        self.adapted: dict[int, CounterfactualEnv | None] = {}
+
+    def _setup(self, env_runner: Any) -> None:
+        settings = credit_spec(env_runner.config).replay or {}
+        seed = (env_runner.config.seed or 0) * 1000 + int(getattr(env_runner, "worker_index", 0) or 0)
+        self.rng = np.random.default_rng(seed)
+        self.sampler = FamilySampler(
+            settings.get("families", EDIT_FAMILIES),
+            settings.get("floor", 0.1),
+            settings.get("decay", 0.9),
+            self.rng,
+        )
+
+    def on_episode_end(
+        self,
+        *,
+        episode: Any,
+        env_runner: Any = None,
+        env: Any = None,
+        env_index: int = 0,
+        rl_module: Any = None,
+        metrics_logger: Any = None,
+        **kwargs: Any,
+    ) -> None:
+        super().on_episode_end(episode=episode, metrics_logger=metrics_logger, **kwargs)
+        if env_runner is None or env is None or env_runner.config.in_evaluation:
+            return
+        raw = counterfactual_env(env, env_index)
+        if id(raw) not in self.adapted:
+            self.adapted[id(raw)] = as_counterfactual_env(raw, np.random.default_rng(len(self.adapted)))
+        cf_env = self.adapted[id(raw)]
+        if cf_env is None:
+            raise NoCounterfactualAPIError(
+                f"{type(raw).__name__} has no counterfactual API (counterfactual_spec/_edits/counterfactual)"
+            )
+        if self.sampler is None:
+            self._setup(env_runner)
+        lens = {a: action_logit_lens(episode.agent_episodes[a].action_space) for a in episode.agent_episodes}
+        records = replay_episode(cf_env, episode, self.sampler, lens, self.rng)
+        episode.custom_data[REPLAY_KEY] = {r.agent: (r.delta, EDIT_FAMILIES.index(r.family)) for r in records}
+        if metrics_logger is not None:
+            log_replay_metrics(metrics_logger, records, self.sampler)
+
+
+def log_replay_metrics(metrics_logger: Any, records: Sequence[ReplayRecord], sampler: FamilySampler) -> None:
+    """Extra executions and their time (summed per iteration), and the family probabilities."""
+    metrics_logger.log_value(CF_METRIC + "executions", float(len(records)), reduce="sum")
+    metrics_logger.log_value(CF_METRIC + "time_s", float(sum(r.seconds for r in records)), reduce="sum")
+    metrics_logger.log_value(CF_METRIC + "episodes", 1.0, reduce="sum")
+    for term in ("nodes_run", "cache_hits"):
+        if any(term in r.terms for r in records):
+            metrics_logger.log_value(
+                CF_METRIC + term, sum(r.terms.get(term, 0.0) for r in records), reduce="sum"
+            )
+    for family, p in sampler.probabilities().items():
+        metrics_logger.log_value(f"{CF_METRIC}p_{family.value}", p, reduce="mean", window=1)
+    for r in records:
+        metrics_logger.log_value(
+            f"{CF_METRIC}abs_delta_{r.family.value}", abs(r.delta), reduce="mean", window=100
+        )

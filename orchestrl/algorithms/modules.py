@@ -1,0 +1,79 @@
+"""Which agents share which module: one spec builder for every actor-critic algorithm."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ray.rllib.core.rl_module.rl_module import RLModuleSpec
+from ray.rllib.policy.policy import PolicySpec
+
+from orchestrl.algorithms.actor_critic import ActorCriticModule
+
+if TYPE_CHECKING:
+    from ray.rllib.algorithms.ppo import PPOConfig
+
+    from orchestrl.experiment.builder import EnvInfo
+    from orchestrl.experiment.config import ExperimentConfig
+
+SHARED = "shared"
+
+
+class AgentToModule:
+    """A picklable ``policy_mapping_fn``: a fixed agent -> module table."""
+
+    def __init__(self, table: dict[str, str]) -> None:
+        self.table = dict(table)
+
+    def __call__(self, agent_id: str, episode: Any = None, **kwargs: Any) -> str:
+        return self.table[agent_id]
+
+
+def group_agents(env: EnvInfo, share_policy: bool) -> dict[str, list[str]]:
+    """Module id -> agents. Shared modules group agents whose spaces are identical."""
+    if not share_policy:
+        return {a: [a] for a in env.agents}
+    groups: dict[tuple[str, str], list[str]] = {}
+    for a in env.agents:
+        key = (repr(env.observation_spaces[a]), repr(env.action_spaces[a]))
+        groups.setdefault(key, []).append(a)
+    if len(groups) == 1:
+        return {SHARED: list(env.agents)}
+    return {members[0]: members for members in groups.values()}
+
+
+def with_actor_critic_modules(
+    ppo: PPOConfig,
+    cfg: ExperimentConfig,
+    env: EnvInfo,
+    *,
+    share_policy: bool,
+    critic: str,
+    state_dim: int | None = None,
+    module_class: type = ActorCriticModule,
+    extra_model_config: dict[str, Any] | None = None,
+) -> PPOConfig:
+    """Adds the modules, their spaces and the agent -> module mapping to ``ppo``.
+
+    One ``RLModuleSpec`` without spaces plus a ``PolicySpec`` per module (rather than a
+    ``MultiRLModuleSpec`` of full specs): only on this path does RLlib 2.60 build env-runner modules
+    with ``inference_only=True``, so the learner-only critic stays off the env runners.
+    """
+    groups = group_agents(env, share_policy)
+    model_config = {
+        "hidden": list(cfg.model.hidden),
+        "critic_hidden": list(cfg.model.critic_hidden) if cfg.model.critic_hidden else None,
+        "activation": cfg.model.activation,
+        "critic": critic,
+        "state_dim": state_dim,
+        **(extra_model_config or {}),
+    }
+    policies = {
+        mid: PolicySpec(
+            observation_space=env.observation_spaces[agents[0]], action_space=env.action_spaces[agents[0]]
+        )
+        for mid, agents in groups.items()
+    }
+    table = {a: mid for mid, agents in groups.items() for a in agents}
+    return ppo.multi_agent(policies=policies, policy_mapping_fn=AgentToModule(table)).rl_module(
+        rl_module_spec=RLModuleSpec(module_class=module_class, model_config=model_config)
+    )

@@ -1,0 +1,255 @@
+"""NeuroMAS' knobs and how they shape an RLlib ``PPOConfig``.
+
+``configure_neuromas`` swaps the env for the one-agent team env (:mod:`.team_env`), maps that agent
+to the team graph (:mod:`.module`), installs the joint-loss learner (:mod:`.learner`) and a callback
+that, once the algorithm is built, grows the graph from a smaller trained one and/or clones the
+env's expert, then pushes the weights to every env runner and checks they arrived.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+from ray.rllib.core.rl_module.rl_module import RLModuleSpec
+from ray.rllib.policy.policy import PolicySpec
+
+from orchestrl.algorithms.modules import AgentToModule
+from orchestrl.algorithms.neuromas.learner import KNOBS_KEY, NeuromasLearner
+from orchestrl.algorithms.neuromas.module import NeuromasModule, build_topology
+from orchestrl.algorithms.neuromas.team_env import (
+    MESSAGE_SLOTS_KEY,
+    MESSAGE_VOCAB_KEY,
+    TEAM,
+    NeuromasTeamEnv,
+    agent_nvec,
+    team_spaces,
+)
+from orchestrl.envs.registry import get_env
+from orchestrl.experiment.config import ConfigError
+from orchestrl.training.callbacks import OrchestrlCallbacks
+from orchestrl.training.weight_carry import sync_learner_weights
+
+if TYPE_CHECKING:
+    from ray.rllib.algorithms.ppo import PPOConfig
+
+    from orchestrl.experiment.builder import EnvInfo
+    from orchestrl.experiment.config import ExperimentConfig
+
+log = logging.getLogger(__name__)
+
+
+class NeuromasConfig(BaseModel):
+    """``algorithm:`` keys for neuromas."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    # -- topology ----------------------------------------------------------------------------------
+    layers: list[int] = Field(default_factory=lambda: [2, 2])
+    """Hidden layers' widths: [1, 1] = NeuroMAS-3, [2, 2] = -5, [2, 2, 2] = -7 (plus the output node)."""
+    input_agents: list[str] | None = None
+    """Env agents in the input layer (they read and act first); the others form the output layer.
+    None: the first agent in sorted order (text2sql: schema_extractor)."""
+    monolithic: bool = False
+    """One node that reads every observation and acts for every agent (the single-agent baseline)."""
+    observe: Literal["all", "inputs"] = "all"
+    """all: every agent node reads its own observation (messages add what it cannot see or infer);
+    inputs: only the input agents do, later agents learn the task from messages alone (the strict
+    feed-forward reading: an output neuron sees only the layer below)."""
+    messages: Literal["continuous", "discrete", "none"] = "continuous"
+    """continuous: differentiable vectors; discrete: sampled tokens (policy gradient); none: cut."""
+    message_vocab: int = Field(16, ge=2)
+    message_len: int = Field(2, ge=1)
+    """Tokens per discrete message."""
+
+    # -- neurons -----------------------------------------------------------------------------------
+    embed_dim: int = Field(48, ge=8)
+    """Node state, message and encoder width (the backbone's blocks use ``model.hidden``)."""
+    heads: int = Field(4, ge=1)
+    adapter_rank: int = Field(0, ge=0)
+    """Per-node low-rank adapter on the shared neuron (0: node-id embedding only)."""
+    encoder: Literal["auto", "mlp", "text2sql"] = "auto"
+    """auto: the text encoder for text2sql, an MLP for flat observations."""
+    text_layers: int = Field(2, ge=0)
+    word_vectors: bool = False
+    """Text2SQL: add frozen all-MiniLM-L6-v2 word vectors to the learned token embeddings, so words
+    that never occur in training (held-out phrasings) are read by their meaning."""
+
+    # -- training ----------------------------------------------------------------------------------
+    objective: Literal["ppo", "reinforce"] = "ppo"
+    """reinforce: the paper's REINFORCE with the critic as baseline (forces lambda_=1, num_epochs=1)."""
+    aux_coeff: float = Field(0.0, ge=0)
+    """Weight of the auxiliary team-reward prediction loss (0: no auxiliary head)."""
+    bc_epochs: int = Field(0, ge=0)
+    """Behaviour-cloning epochs on the env's expert before RL (0: none)."""
+    bc_samples: int = Field(4096, ge=1)
+    bc_batch_size: int = Field(64, ge=1)
+    bc_lr: float = Field(3e-3, gt=0)
+    bc_token_dropout: float = Field(0.3, ge=0, lt=1)
+    """Probability of dropping each known word to the "unknown" embedding during BC."""
+    grow_from: str | None = None
+    """A checkpoint of a trained smaller NeuroMAS (orchestrl run checkpoint or module dir)."""
+    growth_noise: float = Field(0.01, ge=0)
+
+    @model_validator(mode="after")
+    def _coherent(self) -> NeuromasConfig:
+        if self.embed_dim % self.heads:
+            raise ValueError(f"embed_dim {self.embed_dim} is not divisible by heads {self.heads}")
+        if any(width < 1 for width in self.layers):
+            raise ValueError(f"layers: every hidden layer needs at least one node, got {self.layers}")
+        if self.monolithic and self.grow_from:
+            raise ValueError("grow_from: a monolithic agent has no nodes to grow")
+        return self
+
+
+def module_model_config(cfg: ExperimentConfig, knobs: NeuromasConfig, env: EnvInfo) -> dict[str, Any]:
+    """What :class:`.module.NeuromasModule` is built from (checked against the env)."""
+    agents = list(env.agents)
+    inputs = knobs.input_agents or agents[:1]
+    unknown = [a for a in inputs if a not in agents]
+    if unknown:
+        raise ConfigError(
+            f"algorithm.input_agents: {unknown} are not agents of env '{cfg.env.name}' ({agents})"
+        )
+    if not knobs.monolithic and len(inputs) >= len(agents) and knobs.layers:
+        raise ConfigError(
+            "algorithm.input_agents: every agent is an input; no output agent reads the hidden layers"
+        )
+    encoder = knobs.encoder
+    if encoder == "auto":
+        encoder = "text2sql" if cfg.env.name == "text2sql" else "mlp"
+    if encoder == "text2sql" and cfg.env.name != "text2sql":
+        raise ConfigError(f"algorithm.encoder: text2sql reads the text2sql layout, not env '{cfg.env.name}'")
+    if knobs.word_vectors and encoder != "text2sql":
+        raise ConfigError(f"algorithm.word_vectors: only the text2sql encoder reads words, not '{encoder}'")
+    if encoder == "text2sql" and cfg.env.agent_id_in_obs:
+        raise ConfigError(
+            "env.agent_id_in_obs: the text2sql encoder reads the raw layout; node embeddings say who is who"
+        )
+    # The pretrained word-vector table is cached beside the experiment's text2sql databases.
+    word_vectors_dir = str(cfg.cache_dir(cfg.env.name)) if knobs.word_vectors else None
+    try:
+        nvecs = {a: list(agent_nvec(env.action_spaces[a], a)) for a in agents}
+    except ValueError as err:
+        raise ConfigError(f"env.name: {err}") from None
+    return {
+        "agents": agents,
+        "nvecs": nvecs,
+        "input_agents": list(inputs),
+        "layers": list(knobs.layers),
+        "monolithic": knobs.monolithic,
+        "messages": knobs.messages,
+        "message_vocab": knobs.message_vocab,
+        "message_len": knobs.message_len,
+        "embed_dim": knobs.embed_dim,
+        "heads": knobs.heads,
+        "hidden": list(cfg.model.hidden),
+        "critic_hidden": list(cfg.model.critic_hidden) if cfg.model.critic_hidden else None,
+        "activation": cfg.model.activation,
+        "adapter_rank": knobs.adapter_rank,
+        "encoder": encoder,
+        "text_layers": knobs.text_layers,
+        "word_vectors": word_vectors_dir,
+        "observe": knobs.observe,
+        "aux_head": knobs.aux_coeff > 0,
+    }
+
+
+def message_slots(model_config: dict[str, Any]) -> int:
+    """Discrete message tokens in the team action (senders x tokens per message)."""
+    if model_config["messages"] != "discrete" or model_config["monolithic"]:
+        return 0
+    topology = build_topology(model_config, list(model_config["agents"]))
+    return len(topology.senders()) * int(model_config["message_len"])
+
+
+def configure_neuromas(
+    ppo: PPOConfig, cfg: ExperimentConfig, knobs: NeuromasConfig, env: EnvInfo
+) -> PPOConfig:
+    model_config = module_model_config(cfg, knobs, env)
+    _check_warm_start(cfg, knobs)
+    slots = message_slots(model_config)
+    extra_env = {MESSAGE_SLOTS_KEY: slots, MESSAGE_VOCAB_KEY: knobs.message_vocab}
+    ppo = ppo.environment(env=NeuromasTeamEnv, env_config={**ppo.env_config, **extra_env})
+    if ppo.evaluation_config and "env_config" in ppo.evaluation_config:
+        ppo.evaluation_config["env_config"] = {**ppo.evaluation_config["env_config"], **extra_env}
+    obs_space, act_space = team_spaces(env.observation_spaces, env.action_spaces, slots, knobs.message_vocab)
+    ppo = ppo.multi_agent(
+        policies={TEAM: PolicySpec(observation_space=obs_space, action_space=act_space)},
+        policy_mapping_fn=AgentToModule({TEAM: TEAM}),
+    ).rl_module(rl_module_spec=RLModuleSpec(module_class=NeuromasModule, model_config=model_config))
+    if knobs.objective == "reinforce":
+        if cfg.training.num_epochs != 1 or cfg.training.lambda_ != 1.0:
+            log.warning("objective=reinforce: one on-policy pass per batch (num_epochs=1), lambda_=1")
+        ppo = ppo.training(num_epochs=1, lambda_=1.0)
+    learner_knobs = {**knobs.model_dump(), "seed": cfg.seed, "gamma": cfg.training.gamma}
+    return ppo.learners(
+        learner_class=NeuromasLearner, learner_config_dict={KNOBS_KEY: learner_knobs}
+    ).callbacks(NeuromasCallbacks)
+
+
+def _check_warm_start(cfg: ExperimentConfig, knobs: NeuromasConfig) -> None:
+    if knobs.bc_epochs and not hasattr(get_env(cfg.env.name).load(), "expert_actions"):
+        raise ConfigError(f"algorithm.bc_epochs: env '{cfg.env.name}' has no expert_actions() to clone")
+    if knobs.grow_from and not Path(knobs.grow_from).expanduser().exists():
+        raise ConfigError(f"algorithm.grow_from: {knobs.grow_from} does not exist")
+
+
+# -- warm start (growth, behaviour cloning) and weight sync -------------------------------------------
+class WarmStart:
+    """Grows and/or behaviour-clones the team module of one learner, in place (picklable, so it also
+    runs on remote learners)."""
+
+    def __init__(self, knobs: dict[str, Any], env_config: dict[str, Any]) -> None:
+        self.knobs = dict(knobs)
+        self.env_config = dict(env_config)
+
+    def __call__(self, learner: Any, **kwargs: Any) -> dict[str, Any]:
+        return self.apply(learner.module[TEAM].unwrapped())
+
+    def apply(self, module: NeuromasModule) -> dict[str, Any]:
+        from orchestrl.algorithms.neuromas.growth import grow, load_module
+        from orchestrl.algorithms.neuromas.warm_start import behaviour_cloning, collect_demonstrations
+
+        k, report = self.knobs, {}
+        seed = int(k.get("seed", 0))
+        if k.get("grow_from"):
+            small = load_module(k["grow_from"])
+            report["growth"] = grow(module, small, noise=float(k["growth_noise"]), seed=seed)
+        if k.get("bc_epochs"):
+            demos = collect_demonstrations(
+                self.env_config, int(k["bc_samples"]), seed=seed, gamma=float(k.get("gamma", 0.99))
+            )
+            losses = behaviour_cloning(
+                module,
+                demos,
+                epochs=int(k["bc_epochs"]),
+                batch_size=int(k["bc_batch_size"]),
+                lr=float(k["bc_lr"]),
+                token_dropout=float(k["bc_token_dropout"]),
+                seed=seed,
+            )
+            report["bc_loss"] = losses.pop("bc")
+            report.update({f"bc_{name}_loss": values for name, values in losses.items()})
+        return report
+
+
+class NeuromasCallbacks(OrchestrlCallbacks):
+    """Runs the warm start once the algorithm is built, then syncs and verifies env-runner weights."""
+
+    def on_algorithm_init(self, *, algorithm: Any, metrics_logger: Any = None, **kwargs: Any) -> None:
+        knobs = algorithm.config.learner_config_dict.get(KNOBS_KEY, {})
+        if not (knobs.get("grow_from") or knobs.get("bc_epochs")):
+            return
+        group = algorithm.learner_group
+        for result in group.foreach_learner(WarmStart(knobs, dict(algorithm.config.env_config))):
+            report = result.get()
+            if "bc_loss" in report:
+                log.info("neuromas BC loss %.3f -> %.3f", report["bc_loss"][0], report["bc_loss"][-1])
+                log.info("neuromas critic fit to the expert's returns: %.3f", report["bc_value_loss"][-1])
+            if "growth" in report:
+                log.info("neuromas growth: %s", report["growth"])
+        sync_learner_weights(algorithm)
+        log.info("neuromas warm start: the env runners hold the warm-started weights")

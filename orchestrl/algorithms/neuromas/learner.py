@@ -1,0 +1,117 @@
+"""NeuroMAS' joint loss: the whole team's graph trained on one shared reward.
+
+All of the maths is in :func:`joint_loss`; the learner class only feeds it RLlib's batch.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from ray.rllib.algorithms.ppo.torch.ppo_torch_learner import PPOTorchLearner
+from ray.rllib.core.columns import Columns
+from ray.rllib.core.learner.learner import ENTROPY_KEY, POLICY_LOSS_KEY, VF_LOSS_KEY
+from ray.rllib.evaluation.postprocessing import Postprocessing
+from ray.rllib.utils.torch_utils import explained_variance
+
+from orchestrl.algorithms.neuromas.module import AUX_PREDICTION
+
+KNOBS_KEY = "neuromas"
+"""``learner_config_dict[KNOBS_KEY]`` = {"objective": "ppo" | "reinforce", "aux_coeff": float}."""
+
+
+def joint_loss(
+    *,
+    objective: str,
+    logp: torch.Tensor,
+    old_logp: torch.Tensor,
+    advantages: torch.Tensor,
+    entropy: torch.Tensor,
+    values: torch.Tensor,
+    value_targets: torch.Tensor,
+    reward_prediction: torch.Tensor | None,
+    rewards: torch.Tensor,
+    clip: float,
+    vf_clip: float,
+    vf_coeff: float,
+    entropy_coeff: float,
+    aux_coeff: float,
+    mean: Any = torch.mean,
+) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """The one loss of the team network (NeuroMAS, arXiv 2605.16757: joint RL on a shared reward).
+
+    ``logp`` is the log-probability of the JOINT action (every agent's components and, with
+    discrete messages, every node's message tokens), so every node's log-probability gets the same
+    advantage, as in the paper::
+
+        A_t      = G_t - V(s_t)                       (GAE with lambda; lambda = 1 for REINFORCE),
+                                                      standardised over the batch by RLlib's GAE
+        L_pi     = -E[ log pi(a_t|s_t) * A_t ]                            objective = reinforce
+                   (REINFORCE with the global critic as baseline b(s_t) = V(s_t), the paper's
+                   estimator, Williams 1992)
+                 = -E[ min(rho_t A_t, clip(rho_t, 1-eps, 1+eps) A_t) ],    objective = ppo
+                   rho_t = pi(a_t|s_t) / pi_old(a_t|s_t)                  (Schulman et al. 2017)
+        L_V      = E[ min((V(s_t) - G_t^lambda)^2, vf_clip) ]              global critic
+        L_aux    = E[ (r_hat(s_t) - r_t)^2 ]                               auxiliary team-reward head
+        L        = L_pi + vf_coeff * L_V - entropy_coeff * E[H(pi(.|s_t))] + aux_coeff * L_aux
+
+    Continuous messages are inside the graph, so this loss backpropagates through every edge to
+    every node; discrete message tokens get their gradient from ``L_pi`` alone.
+    """
+    if objective == "reinforce":
+        surrogate = logp * advantages
+    elif objective == "ppo":
+        ratio = torch.exp(logp - old_logp)
+        surrogate = torch.min(advantages * ratio, advantages * torch.clamp(ratio, 1 - clip, 1 + clip))
+    else:
+        raise ValueError(f"unknown objective {objective!r} (ppo or reinforce)")
+    policy_loss = -mean(surrogate)
+    vf_loss = mean(torch.clamp((values - value_targets) ** 2, 0, vf_clip))
+    entropy_mean = mean(entropy)
+    total = policy_loss + vf_coeff * vf_loss - entropy_coeff * entropy_mean
+    stats = {POLICY_LOSS_KEY: policy_loss, VF_LOSS_KEY: vf_loss, ENTROPY_KEY: entropy_mean}
+    if reward_prediction is not None:
+        aux_loss = mean((reward_prediction - rewards) ** 2)
+        total = total + aux_coeff * aux_loss
+        stats["credit/aux_reward_loss"] = aux_loss
+    return total, stats
+
+
+class NeuromasLearner(PPOTorchLearner):
+    """PPO's torch learner with :func:`joint_loss` (REINFORCE option, auxiliary reward head)."""
+
+    def compute_loss_for_module(
+        self, *, module_id: str, config: Any, batch: dict[str, Any], fwd_out: dict[str, Any]
+    ) -> torch.Tensor:
+        module = self.module[module_id].unwrapped()
+        knobs = config.learner_config_dict.get(KNOBS_KEY, {})
+        if Columns.LOSS_MASK in batch:
+            mask = batch[Columns.LOSS_MASK]
+            n_valid = mask.sum()
+
+            def mean(x: torch.Tensor) -> torch.Tensor:
+                return x[mask].sum() / n_valid
+        else:
+            mean = torch.mean
+        dist = module.get_train_action_dist_cls().from_logits(fwd_out[Columns.ACTION_DIST_INPUTS])
+        values = module.compute_values(batch, embeddings=fwd_out.get(Columns.EMBEDDINGS))
+        total, stats = joint_loss(
+            objective=knobs.get("objective", "ppo"),
+            logp=dist.logp(batch[Columns.ACTIONS]),
+            old_logp=batch[Columns.ACTION_LOGP],
+            advantages=batch[Postprocessing.ADVANTAGES],
+            entropy=dist.entropy(),
+            values=values,
+            value_targets=batch[Postprocessing.VALUE_TARGETS],
+            reward_prediction=fwd_out.get(AUX_PREDICTION),
+            rewards=batch[Columns.REWARDS].float(),
+            clip=config.clip_param,
+            vf_clip=config.vf_clip_param,
+            vf_coeff=config.vf_loss_coeff,
+            entropy_coeff=self.entropy_coeff_schedulers_per_module[module_id].get_current_value(),
+            aux_coeff=float(knobs.get("aux_coeff", 0.0)),
+            mean=mean,
+        )
+        stats["vf_explained_var"] = explained_variance(batch[Postprocessing.VALUE_TARGETS], values)
+        self.metrics.log_dict(stats, key=module_id, window=1)
+        return total

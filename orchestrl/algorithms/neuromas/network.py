@@ -1,0 +1,366 @@
+"""The whole team as one torch computation graph: agent neurons passing messages along a topology.
+
+For each node v, layer by layer (``topology.py`` says which nodes and edges exist)::
+
+    m_v  = MHA(q = e_v + W_s o_v,  k = v = {msg_u : u -> v})          # MAAC-style aggregation
+    r_v  = MHA(q = e_v + m_v + P,  k = v = rows of v's observations)   # what v reads (agent nodes)
+    s_v  = Backbone(e_v + m_v + r_v) + A_v                               # shared neuron, own adapter
+    out_v = W_msg s_v                         (messages: continuous; differentiable)
+          | sum_j E_j[tok_j], tok_j ~ Cat(W_tok s_v)_j   (messages: discrete; sampled tokens)
+    msg_v = a_v out_v + b_v msg_lane(v)       (residual messages; a_v = 1, b_v = 0 at init)
+
+``e_v`` is the learned node-id embedding, the only thing (with the optional low-rank adapter
+``A_v``) that tells the shared neuron which agent it is. ``lane(v)`` is the predecessor at v's
+position one layer down (``Topology.lane``): a node can pass on what it heard, as a residual block
+passes on its input. That is what makes deepening exact: a grown layer starts as a relay,
+``a_v = 0, b_v = 1`` (:mod:`.growth`), so the layer above hears the very messages it was trained on.
+``o_v`` is the mean of v's observation rows, ``P`` a few learned read queries; hidden nodes (and, with
+``observe="inputs"``, every agent node past layer 0) read no observation: ``o_v = r_v = 0``. An
+acting node turns ``s_v`` into its agent's action logits: per categorical component, a linear head
+on the state and on what the component looks up in the observation rows; per pointer component, a
+score (query . key) for each observation row it can point at. The global critic and the auxiliary
+reward head read an attention pool over every node's state (the critic's copy detached, see
+``module.compute_values``).
+
+Discrete messages are part of the sampled joint action (so PPO/REINFORCE trains the message heads by
+the policy gradient, as the paper trains its agents' text); the learner re-runs the graph with the
+recorded tokens (``tokens=...``). ``message_mode`` picks how a discrete message is produced:
+``sample`` (exploration), ``greedy`` (inference), ``given`` (learner), ``gumbel`` (straight-through
+Gumbel-softmax, for supervised warm starts) and ``soft`` (expected token embeddings: a
+deterministic function of the observation, used by the critic so its baseline does not depend on
+the sampled tokens).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from orchestrl.algorithms.neuromas.encoders import Encoded, make_encoder
+from orchestrl.algorithms.neuromas.topology import Topology
+
+MASKED_LOGIT = -1e9
+READ_QUERIES = 4
+_ACTIVATIONS = {"tanh": nn.Tanh, "relu": nn.ReLU, "silu": nn.SiLU}
+
+
+@dataclass(frozen=True)
+class TeamSpec:
+    """The env side: agents in team-action order, their observation sizes and action components."""
+
+    agents: tuple[str, ...]
+    obs_dims: dict[str, int]
+    mask_dims: dict[str, int]
+    """0 when the agent's observation carries no action mask."""
+    nvecs: dict[str, tuple[int, ...]]
+
+    @property
+    def env_components(self) -> int:
+        return sum(len(self.nvecs[a]) for a in self.agents)
+
+
+@dataclass(frozen=True)
+class NetConfig:
+    dim: int = 64
+    heads: int = 4
+    hidden: tuple[int, ...] = (128,)
+    """Backbone residual blocks' hidden widths (``model.hidden``)."""
+    activation: str = "relu"
+    messages: str = "continuous"
+    message_vocab: int = 16
+    message_len: int = 2
+    adapter_rank: int = 0
+    encoder: str = "mlp"
+    text_layers: int = 2
+    word_vectors: str | None = None
+    """Text encoder: add frozen pretrained word vectors to the learned token embeddings (the value
+    is the directory their table is cached in; None: off)."""
+    observe: str = "all"
+    """Which agent nodes read their observation: ``all``, or only the ``inputs`` (layer 0). With
+    ``inputs`` a later agent knows the task only from its messages: its state reads no rows and its
+    categorical heads look nothing up; its pointer heads still score the rows of its own
+    observation, since those are its choices (which question word to copy)."""
+
+
+@dataclass
+class NetOut:
+    env_logits: torch.Tensor
+    """(B, sum of all agents' nvecs), masked, in team-action order."""
+    states: torch.Tensor
+    """(B, nodes, dim)."""
+    token_logits: torch.Tensor | None = None
+    """(B, senders * message_len * vocab), discrete messages only."""
+    tokens: torch.Tensor | None = None
+    """(B, senders * message_len) the tokens the graph ran with."""
+    encoded: dict[str, Encoded] = field(default_factory=dict)
+
+
+class Backbone(nn.Module):
+    """The shared neuron: residual MLP blocks + a per-node low-rank adapter (optional)."""
+
+    def __init__(self, dim: int, hidden: tuple[int, ...], activation: str, n_nodes: int, rank: int) -> None:
+        super().__init__()
+        self.norm_in = nn.LayerNorm(dim)
+        self.blocks = nn.ModuleList(
+            nn.Sequential(nn.Linear(dim, h), _ACTIVATIONS[activation](), nn.Linear(h, dim)) for h in hidden
+        )
+        self.norm_out = nn.LayerNorm(dim)
+        self.rank = rank
+        if rank:
+            self.adapter_down = nn.Parameter(torch.randn(n_nodes, dim, rank) / dim**0.5)
+            self.adapter_up = nn.Parameter(torch.zeros(n_nodes, rank, dim))
+
+    def forward(self, x: torch.Tensor, node: int) -> torch.Tensor:
+        x = self.norm_in(x)
+        for block in self.blocks:
+            x = x + block(x)
+        if self.rank:
+            x = x + (x @ self.adapter_down[node]) @ self.adapter_up[node]
+        return self.norm_out(x)
+
+
+class NeuromasNet(nn.Module):
+    """Encoders, neurons, message passing and heads; plain torch, so it is testable without RLlib."""
+
+    def __init__(self, spec: TeamSpec, topology: Topology, cfg: NetConfig) -> None:
+        super().__init__()
+        self.spec, self.topology, self.cfg = spec, topology, cfg
+        d, n_nodes = cfg.dim, len(topology.nodes)
+        if d % cfg.heads:
+            raise ValueError(f"embed_dim {d} must be divisible by heads {cfg.heads}")
+        # One encoder per distinct observation size (agents with the same layout share it).
+        self.encoder_of = {a: f"obs{spec.obs_dims[a]}" for a in spec.agents}
+        self.encoders = nn.ModuleDict(
+            {
+                key: make_encoder(
+                    cfg.encoder, spec.obs_dims[a], d, cfg.heads, cfg.text_layers, cfg.word_vectors
+                )
+                for a, key in self.encoder_of.items()
+            }
+        )
+        self.node_embedding = nn.Embedding(n_nodes, d)
+        nn.init.normal_(self.node_embedding.weight, std=0.5)
+        self.summary = nn.Linear(d, d)
+        self.aggregate = nn.MultiheadAttention(d, cfg.heads, batch_first=True)
+        self.read_queries = nn.Parameter(torch.randn(READ_QUERIES, d) * 0.1)
+        self.read = nn.MultiheadAttention(d, cfg.heads, batch_first=True)
+        self.read_out = nn.Linear(READ_QUERIES * d, d)
+        self.backbone = Backbone(d, cfg.hidden, cfg.activation, n_nodes, cfg.adapter_rank)
+
+        self.senders = topology.senders() if cfg.messages != "none" else ()
+        self.sender_slot = {node: i for i, node in enumerate(self.senders)}
+        self.lanes = {v: lane for v in self.senders if (lane := topology.lane(v)) in self.sender_slot}
+        if self.lanes:  # per node (a_v, b_v): its own message and its lane's, in what it sends on
+            self.message_mix = nn.Parameter(torch.tensor([[1.0, 0.0]]).repeat(n_nodes, 1))
+        if cfg.messages == "continuous":
+            self.message = nn.Linear(d, d)
+        elif cfg.messages == "discrete":
+            self.token_head = nn.Linear(d, cfg.message_len * cfg.message_vocab)
+            nn.init.orthogonal_(self.token_head.weight, gain=0.01)
+            nn.init.zeros_(self.token_head.bias)
+            self.token_embedding = nn.Parameter(torch.randn(cfg.message_len, cfg.message_vocab, d) * 0.5)
+        elif cfg.messages != "none":
+            raise ValueError(f"messages must be continuous, discrete or none, got {cfg.messages!r}")
+
+        self.heads = nn.ModuleDict({a: self._agent_heads(a) for a in spec.agents})
+        self.pool_query = nn.Parameter(torch.randn(1, 1, d) * 0.1)
+        self.pool = nn.MultiheadAttention(d, cfg.heads, batch_first=True)
+
+    # -- heads --------------------------------------------------------------------------------------
+    def _agent_heads(self, agent: str) -> nn.ModuleList:
+        d = self.cfg.dim
+        rows = self.encoders[self.encoder_of[agent]].pointer_rows(agent, len(self.spec.nvecs[agent]))
+        heads = []
+        for n, pointer in zip(self.spec.nvecs[agent], rows, strict=True):
+            if pointer is None:
+                head = AttentiveHead(d, n)
+            else:
+                if pointer.stop - pointer.start != n:
+                    raise ValueError(f"{agent}: a pointer over {pointer} cannot choose among {n} options")
+                head = PointerHead(d, pointer)
+            heads.append(head)
+        return nn.ModuleList(heads)
+
+    def _agent_logits(self, agent: str, state: torch.Tensor, enc: Encoded, reads: bool) -> torch.Tensor:
+        return torch.cat([head(state, enc, reads) for head in self.heads[agent]], -1)
+
+    def _reads(self, v: int) -> bool:
+        """Whether node ``v`` reads its agents' observations (see ``NetConfig.observe``)."""
+        node = self.topology.nodes[v]
+        return bool(node.agents) and (self.cfg.observe == "all" or node.layer == 0)
+
+    # -- the graph ----------------------------------------------------------------------------------
+    def forward(
+        self,
+        obs: dict[str, torch.Tensor],
+        masks: dict[str, torch.Tensor] | None = None,
+        *,
+        message_mode: str = "greedy",
+        tokens: torch.Tensor | None = None,
+        token_dropout: float = 0.0,
+        gumbel_tau: float = 1.0,
+    ) -> NetOut:
+        """Runs every node in topological order.
+
+        ``obs``: agent -> (B, obs_dim) flat observations; ``masks``: agent -> (B, sum(nvec)) 0/1.
+        ``tokens``: (B, senders * message_len) recorded message tokens, for ``message_mode="given"``.
+        """
+        topo = self.topology
+        encoded = self._encode(obs, token_dropout)
+        batch = next(iter(obs.values())).shape[0]
+        states: dict[int, torch.Tensor] = {}
+        messages: dict[int, torch.Tensor] = {}
+        token_logits: list[torch.Tensor] = []
+        used_tokens: list[torch.Tensor] = []
+        for layer in topo.layers:
+            for v in layer:
+                node = topo.nodes[v]
+                e_v = self.node_embedding.weight[v].expand(batch, -1)
+                reads = self._reads(v)
+                rows = _concat([encoded[a] for a in node.agents]) if reads else None
+                own = self.summary(_masked_mean(rows)) if rows is not None else torch.zeros_like(e_v)
+                m_v = self._aggregate(v, e_v + own, messages)
+                r_v = self._read(e_v + m_v, rows) if rows is not None else torch.zeros_like(e_v)
+                states[v] = self.backbone(e_v + m_v + r_v, v)
+                if v in self.sender_slot:
+                    msg, logits, toks = self._emit(states[v], v, message_mode, tokens, gumbel_tau)
+                    if v in self.lanes:
+                        a_v, b_v = self.message_mix[v]
+                        msg = a_v * msg + b_v * messages[self.lanes[v]]
+                    messages[v] = msg
+                    if logits is not None:
+                        token_logits.append(logits)
+                        used_tokens.append(toks)
+        env_logits = []
+        for agent in self.spec.agents:
+            v = topo.acting_node(agent)
+            logits = self._agent_logits(agent, states[v], encoded[agent], self._reads(v))
+            if masks is not None and agent in masks:
+                logits = logits.masked_fill(masks[agent] < 0.5, MASKED_LOGIT)
+            env_logits.append(logits)
+        return NetOut(
+            env_logits=torch.cat(env_logits, -1),
+            states=torch.stack([states[v] for v in range(len(topo.nodes))], 1),
+            token_logits=torch.cat(token_logits, -1) if token_logits else None,
+            tokens=torch.cat(used_tokens, -1) if used_tokens else None,
+            encoded=encoded,
+        )
+
+    def _encode(self, obs: dict[str, torch.Tensor], token_dropout: float) -> dict[str, Encoded]:
+        """Each agent's observation rows; agents that see the very same observation (Text2SQL's two
+        agents do) share one encoding, which halves the cost and changes nothing else."""
+        encoded: dict[str, Encoded] = {}
+        for a in self.spec.agents:
+            key = self.encoder_of[a]
+            twin = next(
+                (b for b in encoded if self.encoder_of[b] == key and torch.equal(obs[a], obs[b])), None
+            )
+            if twin is not None:
+                encoded[a] = encoded[twin]
+            else:
+                encoded[a] = self.encoders[key](obs[a], token_dropout=token_dropout)
+        return encoded
+
+    def _aggregate(self, v: int, query: torch.Tensor, messages: dict[int, torch.Tensor]) -> torch.Tensor:
+        sources = [u for u in self.topology.predecessors(v) if u in messages]
+        if not sources:
+            return torch.zeros_like(query)
+        keys = torch.stack([messages[u] for u in sources], 1)
+        out, _ = self.aggregate(query[:, None], keys, keys, need_weights=False)
+        return out[:, 0]
+
+    def _read(self, query: torch.Tensor, rows: Encoded) -> torch.Tensor:
+        queries = query[:, None, :] + self.read_queries[None]
+        out, _ = self.read(queries, rows.tokens, rows.tokens, key_padding_mask=rows.pad, need_weights=False)
+        return self.read_out(out.flatten(1))
+
+    def _emit(
+        self, state: torch.Tensor, v: int, mode: str, given: torch.Tensor | None, tau: float
+    ) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor | None]:
+        cfg = self.cfg
+        if cfg.messages == "continuous":
+            return self.message(state), None, None
+        logits = self.token_head(state)  # (B, L * K)
+        per_token = logits.view(-1, cfg.message_len, cfg.message_vocab)
+        if mode == "soft":
+            weights = per_token.softmax(-1)
+        elif mode == "gumbel":
+            weights = F.gumbel_softmax(per_token, tau=tau, hard=True)
+        else:
+            if mode == "sample":
+                toks = torch.distributions.Categorical(logits=per_token).sample()
+            elif mode == "greedy":
+                toks = per_token.argmax(-1)
+            elif mode == "given":
+                if given is None:
+                    raise ValueError("message_mode='given' needs the recorded tokens")
+                slot = self.sender_slot[v]
+                toks = given[:, slot * cfg.message_len : (slot + 1) * cfg.message_len].long()
+            else:
+                raise ValueError(f"unknown message_mode {mode!r}")
+            weights = F.one_hot(toks, cfg.message_vocab).float()
+        msg = torch.einsum("blk,lkd->bd", weights, self.token_embedding)
+        return msg, logits, weights.argmax(-1)
+
+    # -- critic side ---------------------------------------------------------------------------------
+    def pooled(self, states: torch.Tensor) -> torch.Tensor:
+        """An attention pool over all nodes' states: what the critic and the auxiliary head read."""
+        query = self.pool_query.expand(states.shape[0], -1, -1)
+        out, _ = self.pool(query, states, states, need_weights=False)
+        return out[:, 0]
+
+
+class AttentiveHead(nn.Module):
+    """A categorical component: the node state plus what it looks up in the observation rows for
+    this component (one attention read per component: "average", "at least", "smallest"...)."""
+
+    def __init__(self, dim: int, n: int) -> None:
+        super().__init__()
+        self.query = nn.Linear(dim, dim)
+        self.scale = dim**-0.5
+        self.out = nn.Linear(2 * dim, n)
+        nn.init.orthogonal_(self.out.weight, gain=0.01)
+        nn.init.zeros_(self.out.bias)
+
+    def forward(self, state: torch.Tensor, enc: Encoded, reads: bool = True) -> torch.Tensor:
+        if not reads:  # a node that knows the task only from its messages looks nothing up
+            return self.out(torch.cat([state, torch.zeros_like(state)], -1))
+        scores = torch.einsum("bd,btd->bt", self.query(state), enc.tokens) * self.scale
+        weights = scores.masked_fill(enc.pad, MASKED_LOGIT).softmax(-1)
+        looked_up = torch.einsum("bt,btd->bd", weights, enc.tokens)
+        return self.out(torch.cat([state, looked_up], -1))
+
+
+class PointerHead(nn.Module):
+    """logit_i = (W_q s) . (W_k row_i) / sqrt(d) + b . row_i, over a range of observation rows."""
+
+    def __init__(self, dim: int, rows: slice) -> None:
+        super().__init__()
+        self.rows = rows
+        self.query = nn.Linear(dim, dim)
+        self.key = nn.Linear(dim, dim)
+        self.bias = nn.Linear(dim, 1)
+        self.scale = dim**-0.5
+
+    def forward(self, state: torch.Tensor, enc: Encoded, reads: bool = True) -> torch.Tensor:
+        rows = enc.tokens[:, self.rows]  # its choices: scored whether or not the node reads the task
+        logits = torch.einsum("bd,brd->br", self.query(state), self.key(rows)) * self.scale
+        return logits + self.bias(rows)[..., 0]
+
+
+def _concat(parts: list[Encoded]) -> Encoded:
+    if len(parts) == 1:
+        return parts[0]
+    return Encoded(torch.cat([p.tokens for p in parts], 1), torch.cat([p.pad for p in parts], 1))
+
+
+def _masked_mean(enc: Encoded) -> torch.Tensor:
+    keep = (~enc.pad).float()[..., None]
+    return (enc.tokens * keep).sum(1) / keep.sum(1).clamp(min=1.0)
+
+
+def parameter_count(module: nn.Module) -> int:
+    return sum(p.numel() for p in module.parameters())

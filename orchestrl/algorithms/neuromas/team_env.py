@@ -1,0 +1,157 @@
+"""The team as one joint actor: the RLlib-facing env of NeuroMAS.
+
+A registered simultaneous-move env with agents ``a_1..a_n`` becomes a ``MultiAgentEnv`` with one
+agent, ``team``:
+
+- observation: ``Dict({a_i: a_i's observation, "__time__": t / T})``;
+- action: ``MultiDiscrete`` = the concatenation of every agent's components (sorted agent order),
+  followed by ``message_slots`` components of ``message_vocab`` choices each: the discrete message
+  tokens the team's nodes sampled. They are part of the joint action so the policy gradient trains
+  them and PPO's ratio covers them; the env ignores them;
+- reward: the sum of the agents' rewards (so ``team_return_sum_*`` keeps its meaning);
+- infos: ``{"team": {"metrics": <the env's episode metrics>, "agents": <every agent's info>}}``,
+  so env-reported metrics still reach ``env/<name>`` (:mod:`orchestrl.training.callbacks`).
+
+It takes the same ``env_config`` as :class:`~orchestrl.envs.rllib_env.RegisteredEnv`, plus the two
+message keys below, so evaluation env overrides work unchanged.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from ray.rllib.env.multi_agent_env import MultiAgentEnv
+
+from orchestrl.envs.registry import get_env
+from orchestrl.envs.rllib_env import RegisteredEnv
+from orchestrl.envs.spaces import MASK_KEY, OBS_KEY, NotSimultaneousError
+
+TEAM = "team"
+TIME_KEY = "__time__"
+MESSAGE_SLOTS_KEY = "neuromas_message_slots"
+MESSAGE_VOCAB_KEY = "neuromas_message_vocab"
+
+
+def agent_nvec(space: gym.Space, agent: str) -> tuple[int, ...]:
+    if isinstance(space, gym.spaces.Discrete):
+        return (int(space.n),)
+    if isinstance(space, gym.spaces.MultiDiscrete):
+        return tuple(int(n) for n in np.asarray(space.nvec).reshape(-1))
+    raise ValueError(f"neuromas needs Discrete or MultiDiscrete actions; agent '{agent}' has {space}")
+
+
+def team_spaces(
+    observation_spaces: dict[str, gym.Space],
+    action_spaces: dict[str, gym.Space],
+    message_slots: int = 0,
+    message_vocab: int = 1,
+) -> tuple[gym.spaces.Dict, gym.spaces.MultiDiscrete]:
+    """The team agent's observation and action spaces (agents in sorted order)."""
+    agents = sorted(observation_spaces)
+    obs = gym.spaces.Dict(
+        {**{a: observation_spaces[a] for a in agents}, TIME_KEY: gym.spaces.Box(0.0, 1.0, (1,), np.float32)}
+    )
+    nvec = [n for a in agents for n in agent_nvec(action_spaces[a], a)] + [message_vocab] * message_slots
+    return obs, gym.spaces.MultiDiscrete(np.array(nvec, dtype=np.int64))
+
+
+class NeuromasTeamEnv(MultiAgentEnv):
+    """One ``team`` agent acting for every agent of a registered env (see the module docstring)."""
+
+    def __init__(self, config: dict[str, Any] | None = None) -> None:
+        super().__init__()
+        config = dict(config or {})
+        self.inner = RegisteredEnv(config)
+        self.env_agents = sorted(self.inner.possible_agents)
+        self.nvecs = {a: agent_nvec(self.inner.action_space[a], a) for a in self.env_agents}
+        self.horizon = max(1, get_env(config["name"]).horizon(config.get("kwargs", {})))
+        slots, vocab = int(config.get(MESSAGE_SLOTS_KEY, 0)), int(config.get(MESSAGE_VOCAB_KEY, 1))
+        obs_space, act_space = team_spaces(
+            {a: self.inner.observation_space[a] for a in self.env_agents},
+            {a: self.inner.action_space[a] for a in self.env_agents},
+            slots,
+            vocab,
+        )
+        self.possible_agents = [TEAM]
+        self.agents = [TEAM]
+        self.observation_space = gym.spaces.Dict({TEAM: obs_space})
+        self.action_space = gym.spaces.Dict({TEAM: act_space})
+        self._t = 0
+        self._last_obs: dict[str, Any] = {}
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        obs, infos = self.inner.reset(seed=seed, options=options)
+        self._t = 0
+        return {TEAM: self._team_obs(obs)}, {TEAM: {"agents": infos}}
+
+    def step(self, action_dict: dict[str, Any]):
+        actions = self.split_action(action_dict[TEAM])
+        obs, rewards, terminateds, truncateds, infos = self.inner.step(actions)
+        self._t += 1
+        done = bool(terminateds.get("__all__", False))
+        cut = bool(truncateds.get("__all__", False))
+        team_info: dict[str, Any] = {"agents": {a: i for a, i in infos.items() if a != "__common__"}}
+        for info in team_info["agents"].values():
+            if isinstance(info, dict) and isinstance(info.get("metrics"), dict):
+                team_info["metrics"] = dict(info["metrics"])
+                break
+        reward = float(sum(float(r) for r in rewards.values()))
+        if (done or cut) and not all(a in obs for a in self.env_agents):
+            team_obs = {**self._last_obs, TIME_KEY: self._time()}  # some envs send no final obs
+        else:
+            team_obs = self._team_obs(obs)
+        return (
+            {TEAM: team_obs},
+            {TEAM: reward},
+            {TEAM: done, "__all__": done},
+            {TEAM: cut, "__all__": cut},
+            {TEAM: team_info},
+        )
+
+    # -- joint actions -------------------------------------------------------------------------
+    def split_action(self, action: Any) -> dict[str, np.ndarray]:
+        """The team's flat action -> one action per env agent (message tokens dropped)."""
+        flat = np.asarray(action, dtype=np.int64).reshape(-1)
+        out, offset = {}, 0
+        for a in self.env_agents:
+            n = len(self.nvecs[a])
+            part = flat[offset : offset + n]
+            space = self.inner.action_space[a]
+            out[a] = int(part[0]) if isinstance(space, gym.spaces.Discrete) else part.copy()
+            offset += n
+        return out
+
+    def join_actions(self, actions: dict[str, Any]) -> np.ndarray:
+        """One action per env agent -> the env part of the team's flat action."""
+        return np.concatenate([np.asarray(actions[a], dtype=np.int64).reshape(-1) for a in self.env_agents])
+
+    def expert_actions(self) -> np.ndarray:
+        """The env expert's joint action (env part only), for behaviour cloning."""
+        expert = getattr(self.inner.raw_env, "expert_actions", None)
+        if expert is None:
+            raise AttributeError(f"env '{type(self.inner.raw_env).__name__}' has no expert_actions()")
+        return self.join_actions(expert())
+
+    # -- internals -----------------------------------------------------------------------------
+    def _team_obs(self, obs: dict[str, Any]) -> dict[str, Any]:
+        missing = [a for a in self.env_agents if a not in obs]
+        if missing:
+            raise NotSimultaneousError(
+                f"agents {missing} did not observe this step: neuromas needs every agent at every step"
+            )
+        team = {a: obs[a] for a in self.env_agents}
+        team[TIME_KEY] = self._time()
+        self._last_obs = team
+        return team
+
+    def _time(self) -> np.ndarray:
+        return np.array([min(self._t / self.horizon, 1.0)], dtype=np.float32)
+
+
+def split_observation(obs: Any) -> tuple[Any, Any]:
+    """One agent's observation -> (flat features, action mask or None)."""
+    if isinstance(obs, dict):
+        return obs[OBS_KEY], obs.get(MASK_KEY)
+    return obs, None

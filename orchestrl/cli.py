@@ -1,0 +1,336 @@
+"""The ``orchestrl`` command line.
+
+Bad input (a config error, an unknown run) prints one line naming the culprit and exits with 2,
+before Ray or MLflow starts.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from orchestrl.experiment.config import ConfigError, ExperimentConfig, load_config
+
+app = typer.Typer(
+    name="orchestrl",
+    help="Distributed multi-agent RL for orchestrating executable work (Ray RLlib + Tune + MLflow).",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+ConfigArg = Annotated[Path, typer.Argument(help="Experiment YAML (see configs/).")]
+SetOpt = Annotated[
+    list[str] | None,
+    typer.Option("--set", "-s", help="Dotted override, e.g. --set training.lr=1e-3 (repeatable)."),
+]
+AddressOpt = Annotated[
+    str | None,
+    typer.Option("--address", help="Existing Ray cluster (default: RAY_ADDRESS, else a local Ray)."),
+]
+TrackingOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--tracking-uri", help="MLflow tracking URI (default: MLFLOW_TRACKING_URI, else runs/mlflow.db)."
+    ),
+]
+VerboseOpt = Annotated[bool, typer.Option("--verbose", "-v", help="Show Ray's and RLlib's own logs.")]
+
+
+def fail(message: str, code: int = 2) -> None:
+    typer.echo(f"error: {message}", err=True)
+    raise typer.Exit(code)
+
+
+def load_or_fail(path: Path, overrides: list[str] | None) -> ExperimentConfig:
+    try:
+        return load_config(path, overrides or [])
+    except ConfigError as err:
+        fail(str(err))
+        raise  # unreachable: fail() exits
+
+
+@app.command()
+def train(
+    config: Annotated[Path | None, typer.Argument(help="Experiment YAML (not needed with --resume).")] = None,
+    set_: SetOpt = None,
+    stop_iters: Annotated[
+        int | None, typer.Option("--stop-iters", min=1, help="Stop after N iterations.")
+    ] = None,
+    resume: Annotated[str | None, typer.Option("--resume", help="MLflow run id to continue.")] = None,
+    run_dir: Annotated[
+        str | None, typer.Option("--run-dir", help="Where runs go (overrides run_dir).")
+    ] = None,
+    address: AddressOpt = None,
+    tracking_uri: TrackingOpt = None,
+    verbose: VerboseOpt = False,
+) -> None:
+    """Train one experiment on Ray and record it as one MLflow run."""
+    from orchestrl.training.train import ResumeError
+    from orchestrl.training.train import train as run_training
+
+    if config is None and resume is None:
+        fail("train needs CONFIG.yaml or --resume RUN_ID")
+    overrides = list(set_ or []) + ([f"run_dir={run_dir}"] if run_dir else [])
+    if config is not None:
+        cfg = load_or_fail(config, overrides)
+    else:
+        cfg = _placeholder_for_resume(run_dir)
+    try:
+        summary = run_training(
+            cfg,
+            stop_iters=stop_iters,
+            resume=resume,
+            address=address,
+            tracking_uri=tracking_uri,
+            verbose=verbose,
+            echo=lambda line: typer.echo(line),
+        )
+    except (ResumeError, ConfigError) as err:
+        fail(str(err))
+        return
+    typer.echo(summary_table(summary))
+
+
+def _placeholder_for_resume(run_dir: str | None) -> ExperimentConfig:
+    """With only --resume, the run's own config is read back; this only locates the store."""
+    return ExperimentConfig.model_validate(
+        {
+            "name": "resume",
+            "run_dir": run_dir or "runs",
+            "env": {"name": "simple_spread"},
+            "algorithm": {"name": "ippo"},
+        }
+    )
+
+
+def summary_table(summary) -> str:
+    first, last = summary.first, summary.last
+    rows = [
+        (
+            "team return (sum over agents), first iteration",
+            f"{first.get('team_return_sum_mean', float('nan')):.2f}",
+        ),
+        (
+            "team return (sum over agents), last iteration",
+            f"{last.get('team_return_sum_mean', float('nan')):.2f}",
+        ),
+    ]
+    for key in ("env/success", "eval/env/success", "eval/team_return_sum_mean"):
+        value = summary.evaluation.get(key, last.get(key))
+        if value is not None:
+            rows.append((key, f"{value:.3f}"))
+    for key in sorted(k for k in last if k.endswith("/vf_explained_var")):
+        rows.append((key, f"{last[key]:.3f}"))
+    rows += [
+        ("iterations", str(summary.iterations)),
+        ("env steps", f"{int(summary.env_steps):,}"),
+        ("env steps/s (last iteration)", f"{summary.steps_per_s():.0f}"),
+        ("MLflow run id", summary.run_id),
+        ("tracking URI", summary.tracking_uri),
+        ("open it", "orchestrl ui   (then http://127.0.0.1:5000)"),
+    ]
+    width = max(len(k) for k, _ in rows)
+    return "\n".join(["", "summary", "-" * (width + 30)] + [f"{k:<{width}}  {v}" for k, v in rows])
+
+
+@app.command()
+def ui(
+    run_dir: Annotated[str, typer.Option("--run-dir", help="Run dir of the embedded store.")] = "runs",
+    port: Annotated[int, typer.Option("--port")] = 5000,
+    tracking_uri: TrackingOpt = None,
+) -> None:
+    """Serve the MLflow UI on 127.0.0.1 for the embedded store (or --tracking-uri)."""
+    from orchestrl.tracking import runs as tracking
+
+    root = Path(run_dir)
+    uri = tracking.resolve_tracking_uri(root, tracking_uri)
+    cmd = [
+        sys.executable, "-m", "mlflow", "server",
+        "--backend-store-uri", uri,
+        "--default-artifact-root", tracking.artifact_root(root),
+        "--host", "127.0.0.1", "--port", str(port),
+    ]  # fmt: skip
+    typer.echo(f"MLflow UI on http://127.0.0.1:{port} (store: {uri}); Ctrl-C to stop")
+    env = {**os.environ, "MLFLOW_DISABLE_TELEMETRY": "true"}
+    try:
+        raise typer.Exit(subprocess.call(cmd, env=env))
+    except KeyboardInterrupt:
+        raise typer.Exit(0) from None
+
+
+@app.command()
+def envs() -> None:
+    """List the registered environments."""
+    from orchestrl.envs.registry import ENVS
+
+    for name, entry in sorted(ENVS.items()):
+        typer.echo(f"{name:<26} {entry.family:<14} {entry.summary}")
+
+
+@app.command()
+def algos() -> None:
+    """List the registered algorithms."""
+    from orchestrl.experiment.algorithms import ALGORITHMS
+
+    for name, entry in sorted(ALGORITHMS.items()):
+        typer.echo(f"{name:<10} {entry.summary}")
+
+
+def _register_cluster_commands() -> None:
+    from orchestrl.cluster.cli import SUBMIT_CONTEXT_SETTINGS, jobs_app, submit_command
+
+    app.command("submit", context_settings=SUBMIT_CONTEXT_SETTINGS)(submit_command)
+    app.add_typer(jobs_app, name="jobs")
+
+
+_register_cluster_commands()
+
+
+ResumeOpt = Annotated[
+    bool,
+    typer.Option("--resume", help="Continue the latest unfinished run of this file (same MLflow parent)."),
+]
+ParentOpt = Annotated[
+    str | None, typer.Option("--parent", help="With --resume: the MLflow parent run id to continue.")
+]
+RunDirOpt = Annotated[
+    str | None, typer.Option("--run-dir", help="Where runs go (overrides the base's run_dir).")
+]
+
+
+@app.command()
+def sweep(
+    config: Annotated[Path, typer.Argument(help="Sweep YAML (see configs/sweeps/).")],
+    resume: ResumeOpt = False,
+    parent: ParentOpt = None,
+    run_dir: RunDirOpt = None,
+    address: AddressOpt = None,
+    tracking_uri: TrackingOpt = None,
+    verbose: VerboseOpt = False,
+) -> None:
+    """Run a hyperparameter sweep with Ray Tune: one MLflow parent run, a child run per trial."""
+    from orchestrl.tune.sweep import SweepError, load_sweep, run_sweep, summary_text
+
+    try:
+        spec = load_sweep(config, run_dir=run_dir)
+        summary = run_sweep(
+            spec,
+            resume=resume,
+            parent_run_id=parent,
+            tracking_uri=tracking_uri,
+            address=address,
+            verbose=verbose,
+            echo=lambda line: typer.echo(line),
+        )
+    except (ConfigError, SweepError) as err:
+        fail(str(err))
+        return
+    typer.echo(summary_text(summary))
+    if summary.interrupted:
+        typer.echo(f"resume with: orchestrl sweep {config} --resume")
+        raise typer.Exit(130)
+
+
+@app.command()
+def curriculum(
+    config: Annotated[Path, typer.Argument(help="Curriculum YAML (see configs/curricula/).")],
+    resume: ResumeOpt = False,
+    parent: ParentOpt = None,
+    run_dir: RunDirOpt = None,
+    address: AddressOpt = None,
+    tracking_uri: TrackingOpt = None,
+    verbose: VerboseOpt = False,
+) -> None:
+    """Run curriculum stages in order, each starting from the previous stage's weights."""
+    from orchestrl.training.weight_carry import CarryError
+    from orchestrl.tune.curriculum import CurriculumError, load_curriculum, run_curriculum, summary_text
+
+    try:
+        spec = load_curriculum(config, run_dir=run_dir)
+        summary = run_curriculum(
+            spec,
+            resume=resume,
+            parent_run_id=parent,
+            tracking_uri=tracking_uri,
+            address=address,
+            verbose=verbose,
+            echo=lambda line: typer.echo(line),
+        )
+    except (ConfigError, CurriculumError, CarryError) as err:
+        fail(str(err))
+        return
+    typer.echo(summary_text(summary))
+    if summary.interrupted:
+        typer.echo(f"resume with: orchestrl curriculum {config} --resume")
+        raise typer.Exit(130)
+
+
+@app.command()
+def report(
+    target: Annotated[
+        str, typer.Argument(help="A parent (sweep/curriculum) run id, a run id or an experiment name.")
+    ],
+    compare: Annotated[
+        str | None,
+        typer.Option(
+            "--compare", help="Group by params (e.g. algorithm.name) or list runs: id-or-name,id-or-name,..."
+        ),
+    ] = None,
+    metric: Annotated[
+        str, typer.Option("--metric", help="Curated metric to score runs by.")
+    ] = "team_return_sum_mean",
+    mode: Annotated[str, typer.Option("--mode", help="max: higher is better; min: lower is.")] = "max",
+    last: Annotated[int, typer.Option("--last", min=1, help="Score = mean of the last N logged values.")] = 1,
+    task: Annotated[str, typer.Option("--task", help="Param whose values are the tasks.")] = "env.name",
+    reps: Annotated[int, typer.Option("--reps", min=100, help="Bootstrap resamples.")] = 2000,
+    out: Annotated[
+        Path | None, typer.Option("--out", help="Output folder (default RUN_DIR/reports/...).")
+    ] = None,
+    no_log: Annotated[bool, typer.Option("--no-log", help="Do not log the report to MLflow.")] = False,
+    run_dir: Annotated[str, typer.Option("--run-dir", help="Run dir of the embedded store.")] = "runs",
+    tracking_uri: TrackingOpt = None,
+) -> None:
+    """IQM, mean, 95% bootstrap CIs, P(improvement), learning curves and credit plots of runs."""
+    from orchestrl.tracking import runs as tracking
+    from orchestrl.tracking.report import ReportError, build_report
+    from orchestrl.training.runtime import quiet_environment
+
+    if mode not in ("max", "min"):
+        fail(f"--mode: expected max or min, got {mode!r}")
+    root = Path(run_dir)
+    quiet_environment(root)
+    uri = tracking.resolve_tracking_uri(root, tracking_uri)
+    try:
+        result = build_report(
+            target,
+            tracking_uri=uri,
+            run_dir=root,
+            compare=compare,
+            metric=metric,
+            mode=mode,
+            last=last,
+            task_key=task,
+            reps=reps,
+            out_dir=out,
+            log=not no_log,
+        )
+    except ReportError as err:
+        fail(str(err))
+        return
+    typer.echo(result.markdown)
+    if result.log_run_id:
+        typer.echo(f"logged under report/ on MLflow run {result.log_run_id}")
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""Ray clusters: submitting orchestrl commands as Ray jobs."""

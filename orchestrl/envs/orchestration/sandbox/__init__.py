@@ -1,0 +1,1 @@
+"""The sandbox that runs generated pipelines: pool, worker, confinement, framing."""

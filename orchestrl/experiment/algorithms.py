@@ -1,0 +1,85 @@
+"""The one listing of algorithms an experiment can name (``algorithm.name`` in YAML).
+
+Each entry pairs a small typed config class (its only knobs) with a function that shapes an RLlib
+``PPOConfig``: modules, learner connectors, learner class. Entries import their policy package
+lazily so ``orchestrl algos`` stays fast.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from typing import Any
+
+
+class UnknownAlgorithmError(KeyError):
+    """An experiment named an algorithm that is not registered."""
+
+
+@dataclass(frozen=True)
+class AlgorithmEntry:
+    name: str
+    summary: str
+    config_path: str
+    """``module:ConfigClass`` (a pydantic model forbidding unknown keys)."""
+    configure_path: str
+    """``module:function(ppo_config, experiment, knobs, env_info) -> ppo_config``."""
+
+    @property
+    def config_class(self) -> Any:
+        return _import(self.config_path)
+
+    @property
+    def configure(self) -> Any:
+        return _import(self.configure_path)
+
+
+def _import(path: str) -> Any:
+    module, _, attr = path.partition(":")
+    return getattr(importlib.import_module(module), attr)
+
+
+ALGORITHMS: dict[str, AlgorithmEntry] = {
+    e.name: e
+    for e in [
+        AlgorithmEntry(
+            "ippo",
+            "independent PPO; shared or per-agent actors, critics on local observations",
+            "orchestrl.algorithms.ippo.algorithm:IppoConfig",
+            "orchestrl.algorithms.ippo.algorithm:configure_ippo",
+        ),
+        AlgorithmEntry(
+            "mappo",
+            "PPO actors + a centralised critic on the global state (all observations, agent id, t/T)",
+            "orchestrl.algorithms.mappo.algorithm:MappoConfig",
+            "orchestrl.algorithms.mappo.algorithm:configure_mappo",
+        ),
+        AlgorithmEntry(
+            "coma",
+            "COMA: PPO actors + a learner-only counterfactual Q critic (Foerster et al. 2018)",
+            "orchestrl.algorithms.coma.algorithm:ComaConfig",
+            "orchestrl.algorithms.coma.algorithm:configure_coma",
+        ),
+        AlgorithmEntry(
+            "lemon",
+            "LEMON: PPO with exact counterfactual replay advantages from the env (executable envs)",
+            "orchestrl.algorithms.lemon.algorithm:LemonConfig",
+            "orchestrl.algorithms.lemon.algorithm:configure_lemon",
+        ),
+        AlgorithmEntry(
+            "neuromas",
+            "NeuroMAS: the whole team as one layered message-passing network, trained jointly",
+            "orchestrl.algorithms.neuromas.algorithm:NeuromasConfig",
+            "orchestrl.algorithms.neuromas.algorithm:configure_neuromas",
+        ),
+    ]
+}
+
+
+def get_algorithm(name: str) -> AlgorithmEntry:
+    try:
+        return ALGORITHMS[name]
+    except KeyError:
+        raise UnknownAlgorithmError(
+            f"unknown algorithm '{name}' (registered: {', '.join(sorted(ALGORITHMS))})"
+        ) from None

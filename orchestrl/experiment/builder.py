@@ -1,0 +1,152 @@
+"""Turns a typed :class:`ExperimentConfig` into an RLlib (new API stack) ``PPOConfig``.
+
+The builder owns everything algorithm-independent (env, runners, learners, PPO knobs, seeding,
+evaluation, fault tolerance); the algorithm's entry in :mod:`orchestrl.experiment.algorithms` then adds
+its modules, connectors and learner.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+import gymnasium as gym
+from ray.rllib.algorithms.ppo import PPOConfig
+
+from orchestrl.algorithms.behaviour_cloning import WARM_START_KEY, WarmStartSettings
+from orchestrl.envs.registry import get_env
+from orchestrl.envs.rllib_env import RegisteredEnv, env_config
+from orchestrl.experiment.algorithms import get_algorithm
+from orchestrl.experiment.config import ConfigError, ExperimentConfig
+from orchestrl.training.callbacks import OrchestrlCallbacks
+
+log = logging.getLogger(__name__)
+
+NEVER = 10**9
+"""An evaluation interval that never fires (evaluation only at the end of ``train``)."""
+
+
+@dataclass(frozen=True)
+class EnvInfo:
+    """What the algorithms need to know of the env before building modules."""
+
+    agents: list[str]
+    observation_spaces: dict[str, gym.Space]
+    action_spaces: dict[str, gym.Space]
+    horizon: int
+
+
+def probe_env(cfg: ExperimentConfig) -> EnvInfo:
+    """Builds the env once on the driver to read its agents and spaces."""
+    env = RegisteredEnv(experiment_env_config(cfg))
+    try:
+        agents = sorted(env.possible_agents)
+        return EnvInfo(
+            agents=agents,
+            observation_spaces={a: env.observation_space[a] for a in agents},
+            action_spaces={a: env.action_space[a] for a in agents},
+            horizon=get_env(cfg.env.name).horizon(cfg.env.kwargs),
+        )
+    finally:
+        env.close()
+
+
+def build_ppo_config(
+    cfg: ExperimentConfig, *, env: EnvInfo | None = None, gpus_available: float | None = None
+) -> PPOConfig:
+    """The full RLlib config of an experiment: the base config shaped by its algorithm.
+
+    ``gpus_available``: GPUs in the cluster, when known; with none and ``resources.cpu_fallback``,
+    learners that asked for GPUs train on CPU instead of waiting forever for one.
+    """
+    env = env or probe_env(cfg)
+    algo = get_algorithm(cfg.algorithm.name)
+    knobs = algo.config_class.model_validate(cfg.algorithm.knobs())
+    ppo = algo.configure(base_ppo_config(cfg, gpus_available=gpus_available), cfg, knobs, env)
+    return with_warm_start(ppo, cfg)
+
+
+def with_warm_start(ppo: PPOConfig, cfg: ExperimentConfig) -> PPOConfig:
+    """Hands the ``warm_start:`` section to the learners (run by the platform callbacks once the
+    algorithm is built); rejects algorithms and envs it cannot apply to."""
+    ws = cfg.warm_start
+    if not ws.episodes:
+        return ppo
+    if cfg.algorithm.name == "neuromas":
+        raise ConfigError("warm_start: neuromas clones its team with algorithm.bc_epochs instead")
+    if not callable(getattr(get_env(cfg.env.name).load(), "expert_actions", None)):
+        raise ConfigError(f"warm_start: env '{cfg.env.name}' has no expert_actions() to clone")
+    settings = WarmStartSettings(ws.episodes, ws.epochs, ws.batch_size, ws.lr, seed=cfg.seed)
+    return ppo.training(learner_config_dict={WARM_START_KEY: settings})
+
+
+def base_ppo_config(cfg: ExperimentConfig, *, gpus_available: float | None = None) -> PPOConfig:
+    """Everything algorithm-independent: env, runners, learners, PPO knobs, seeding, evaluation."""
+    res, tr = cfg.resources, cfg.training
+    gpus_per_learner = res.gpus_per_learner
+    if gpus_per_learner and gpus_available is not None and gpus_available < gpus_per_learner:
+        if not res.cpu_fallback:
+            raise RuntimeError(
+                f"resources.gpus_per_learner={gpus_per_learner} but the cluster has {gpus_available} GPUs"
+            )
+        log.warning("no GPU in the cluster: learners train on CPU (resources.cpu_fallback)")
+        gpus_per_learner = 0
+    ppo = (
+        PPOConfig()
+        .environment(RegisteredEnv, env_config=experiment_env_config(cfg))
+        .framework("torch")
+        .env_runners(
+            num_env_runners=res.env_runners,
+            num_envs_per_env_runner=res.envs_per_env_runner,
+            num_cpus_per_env_runner=res.cpus_per_env_runner,
+            # RLlib 2.60 re-numpy-izes every finished episode of a sample() call after each env
+            # step (MultiAgentEnvRunner._sample), quadratic in episodes per call: 70% of sampling
+            # time for LEMON's 2-step episodes. The learner pipeline batches list episodes as well.
+            episodes_to_numpy=False,
+        )
+        .learners(num_learners=res.num_learners, num_gpus_per_learner=gpus_per_learner)
+        .training(
+            lr=tr.lr,
+            gamma=tr.gamma,
+            lambda_=tr.lambda_,
+            clip_param=tr.clip_param,
+            use_kl_loss=False,
+            vf_clip_param=tr.vf_clip_param,
+            vf_loss_coeff=tr.vf_loss_coeff,
+            entropy_coeff=tr.entropy_coeff,
+            grad_clip=tr.grad_clip,
+            num_epochs=tr.num_epochs,
+            minibatch_size=tr.minibatch_size,
+            train_batch_size_per_learner=max(1, tr.train_batch_size // max(1, res.num_learners)),
+        )
+        .fault_tolerance(
+            restart_failed_env_runners=res.restart_failed_env_runners,
+            max_num_env_runner_restarts=1000,
+        )
+        .callbacks(OrchestrlCallbacks)
+        .debugging(seed=cfg.seed, log_level="ERROR")
+    )
+    if cfg.evaluation.episodes > 0:
+        ppo = ppo.evaluation(
+            # RLlib builds its evaluation env runners (with the held-out env_config) only when an
+            # interval is set; without them algo.evaluate() silently samples the TRAINING env. An
+            # end-only evaluation therefore gets an interval that never fires during training.
+            evaluation_interval=cfg.evaluation.interval or NEVER,
+            evaluation_duration=cfg.evaluation.episodes,
+            evaluation_duration_unit="episodes",
+            evaluation_num_env_runners=0,
+            evaluation_config={"env_config": experiment_env_config(cfg, evaluation=True), "explore": False},
+        )
+    return ppo
+
+
+def experiment_env_config(cfg: ExperimentConfig, *, evaluation: bool = False) -> dict[str, Any]:
+    """The ``env_config`` of the experiment's env (with the held-out overrides for evaluation)."""
+    entry = get_env(cfg.env.name)
+    kwargs = dict(cfg.env.kwargs)
+    if evaluation:
+        kwargs.update(cfg.evaluation.env_overrides)
+    if entry.cache_kwarg and kwargs.get(entry.cache_kwarg) is None:
+        kwargs[entry.cache_kwarg] = str(cfg.cache_dir(entry.name))
+    return env_config(cfg.env.name, kwargs, cfg.env.agent_id_in_obs)

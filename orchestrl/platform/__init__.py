@@ -1,1 +1,0 @@
-"""The platform: CLI, typed config, RLlib config builder, MLflow tracking, checkpoints, progress."""

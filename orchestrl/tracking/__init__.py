@@ -1,0 +1,1 @@
+"""MLflow tracking: runs, tag and metric names, reports, statistics."""

@@ -1,0 +1,69 @@
+"""Env-reported episode metrics and artifacts, handled generically.
+
+An env may put, at an episode's last step:
+- ``infos[agent]["metrics"] = {name: float}`` (LEMON's success and reward terms, Text2SQL's
+  execution match...). They are the same for every agent of a team, so the first agent's are
+  logged, under ``env/<name>``, as episode means.
+- ``infos[agent]["artifacts"] = {filename: text}`` (LEMON's spec YAML and generated pipeline).
+  Each env-runner process keeps the files of its best episode (by ``metrics["score"]``, else the
+  episode return); the trainer collects them at the end and logs the best as MLflow artifacts.
+
+Before the first iteration they run the experiment's ``warm_start`` (behaviour cloning), if any.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from ray.rllib.callbacks.callbacks import RLlibCallback
+
+log = logging.getLogger(__name__)
+
+ENV_METRIC_PREFIX = "env/"
+
+_best_episode: dict[str, Any] = {"score": float("-inf"), "files": {}}
+
+
+def best_episode_artifacts() -> dict[str, Any]:
+    """This process's best episode so far: ``{"score": float, "files": {name: text}}``."""
+    return {"score": _best_episode["score"], "files": dict(_best_episode["files"])}
+
+
+def _keep_if_best(last_infos: dict[str, Any], episode_return: float) -> None:
+    for info in last_infos.values():
+        if isinstance(info, dict) and isinstance(info.get("artifacts"), dict):
+            score = float((info.get("metrics") or {}).get("score", episode_return))
+            if score > _best_episode["score"]:
+                _best_episode.update(score=score, files=dict(info["artifacts"]))
+
+
+def episode_metrics(last_infos: dict[str, Any]) -> dict[str, float]:
+    for info in last_infos.values():
+        if isinstance(info, dict) and isinstance(info.get("metrics"), dict):
+            return {k: float(v) for k, v in info["metrics"].items()}
+    return {}
+
+
+class OrchestrlCallbacks(RLlibCallback):
+    def on_algorithm_init(self, *, algorithm: Any, metrics_logger: Any = None, **kwargs: Any) -> None:
+        """Runs the experiment's ``warm_start`` (behaviour cloning), if any, before the first
+        iteration, and pushes the cloned weights to every env runner."""
+        from orchestrl.algorithms.behaviour_cloning import configured_warm_start
+        from orchestrl.training.weight_carry import sync_learner_weights
+
+        warm_start = configured_warm_start(algorithm.config)
+        if warm_start is None:
+            return
+        for result in algorithm.learner_group.foreach_learner(warm_start):
+            for module_id, losses in result.get().items():
+                log.info("warm start of %s: BC loss %.3f -> %.3f", module_id, losses[0], losses[-1])
+        sync_learner_weights(algorithm)
+
+    def on_episode_end(self, *, episode: Any, metrics_logger: Any = None, **kwargs: Any) -> None:
+        last_infos = episode.get_infos(-1)
+        _keep_if_best(last_infos, float(episode.get_return()))
+        if metrics_logger is None:
+            return
+        for name, value in episode_metrics(last_infos).items():
+            metrics_logger.log_value(ENV_METRIC_PREFIX + name, value, reduce="mean", window=100)

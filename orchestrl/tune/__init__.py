@@ -1,0 +1,1 @@
+"""Ray Tune: sweeps, curricula, the trainable, search spaces, progress."""
