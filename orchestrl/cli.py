@@ -192,6 +192,15 @@ def _register_cluster_commands() -> None:
 _register_cluster_commands()
 
 
+def _register_deploy_commands() -> None:
+    from orchestrl.deploy.cli import ask_command
+
+    app.command("ask")(ask_command)
+
+
+_register_deploy_commands()
+
+
 ResumeOpt = Annotated[
     bool,
     typer.Option("--resume", help="Continue the latest unfinished run of this file (same MLflow parent)."),

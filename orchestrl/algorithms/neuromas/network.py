@@ -18,9 +18,11 @@ passes on its input. That is what makes deepening exact: a grown layer starts as
 ``observe="inputs"``, every agent node past layer 0) read no observation: ``o_v = r_v = 0``. An
 acting node turns ``s_v`` into its agent's action logits: per categorical component, a linear head
 on the state and on what the component looks up in the observation rows; per pointer component, a
-score (query . key) for each observation row it can point at. The global critic and the auxiliary
-reward head read an attention pool over every node's state (the critic's copy detached, see
-``module.compute_values``).
+score (query . key) for each observation row it can point at, the keys from that agent's own
+encoder pass (content-free rows for a node that does not read: then only its messages say where to
+point). With messages cut, nothing but an agent's own observation reaches its action. The global
+critic and the auxiliary reward head read an attention pool over every node's state (the critic's
+copy detached, see ``module.compute_values``).
 
 Discrete messages are part of the sampled joint action (so PPO/REINFORCE trains the message heads by
 the policy gradient, as the paper trains its agents' text); the learner re-runs the graph with the
@@ -75,14 +77,16 @@ class NetConfig:
     adapter_rank: int = 0
     encoder: str = "mlp"
     text_layers: int = 2
-    word_vectors: str | None = None
-    """Text encoder: add frozen pretrained word vectors to the learned token embeddings (the value
-    is the directory their table is cached in; None: off)."""
+    word_vectors: bool = False
+    """Text encoder: words through frozen pretrained MiniLM piece vectors (False: learned ones)."""
+    contextual: bool = False
+    """Text encoder: question words as the frozen MiniLM's contextual states (needs word_vectors)."""
     observe: str = "all"
     """Which agent nodes read their observation: ``all``, or only the ``inputs`` (layer 0). With
-    ``inputs`` a later agent knows the task only from its messages: its state reads no rows and its
-    categorical heads look nothing up; its pointer heads still score the rows of its own
-    observation, since those are its choices (which question word to copy)."""
+    ``inputs`` a later agent knows the task only from its messages: its state reads no rows, its
+    categorical heads look nothing up, and its pointer heads score content-free rows (the encoder's
+    ``blind`` rows: which question words exist, not what they say). Either way an agent's action
+    depends on nothing but its own observation and the messages it receives."""
 
 
 @dataclass
@@ -136,7 +140,13 @@ class NeuromasNet(nn.Module):
         self.encoders = nn.ModuleDict(
             {
                 key: make_encoder(
-                    cfg.encoder, spec.obs_dims[a], d, cfg.heads, cfg.text_layers, cfg.word_vectors
+                    cfg.encoder,
+                    spec.obs_dims[a],
+                    d,
+                    cfg.heads,
+                    cfg.text_layers,
+                    cfg.word_vectors,
+                    cfg.contextual,
                 )
                 for a, key in self.encoder_of.items()
             }
@@ -250,13 +260,24 @@ class NeuromasNet(nn.Module):
         )
 
     def _encode(self, obs: dict[str, torch.Tensor], token_dropout: float) -> dict[str, Encoded]:
-        """Each agent's observation rows; agents that see the very same observation (Text2SQL's two
-        agents do) share one encoding, which halves the cost and changes nothing else."""
+        """Each agent's rows from its own observation: encoded if its node reads it, else blind (see
+        ``NetConfig.observe``). Agents that read the very same observation (Text2SQL's two agents
+        do) share one encoder pass, which halves the cost and changes nothing else."""
         encoded: dict[str, Encoded] = {}
         for a in self.spec.agents:
             key = self.encoder_of[a]
+            if not self._reads(self.topology.acting_node(a)):
+                encoded[a] = self.encoders[key].blind(obs[a])
+                continue
             twin = next(
-                (b for b in encoded if self.encoder_of[b] == key and torch.equal(obs[a], obs[b])), None
+                (
+                    b
+                    for b in encoded
+                    if self.encoder_of[b] == key
+                    and self._reads(self.topology.acting_node(b))
+                    and torch.equal(obs[a], obs[b])
+                ),
+                None,
             )
             if twin is not None:
                 encoded[a] = encoded[twin]
