@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from neuromas_helpers import trivial_agreement
 from ray.rllib.core.columns import Columns
 
 from orchestrl.algorithms.neuromas.team_env import TEAM
@@ -37,7 +38,7 @@ class ExpertAgreement:
 def test_warm_started_weights_reach_the_remote_env_runners(
     ray_local: Path, experiment, tmp_path: Path
 ) -> None:
-    data = experiment("text2sql", bc_epochs=8, bc_samples=128, bc_batch_size=32)
+    data = experiment("text2sql", bc_epochs=10, bc_samples=256, bc_batch_size=32, word_vectors=True)
     data["resources"] = {"env_runners": 1, "envs_per_env_runner": 4, "cpus_per_env_runner": 1}
     ppo = build_ppo_config(validate_config(data))
     demos = collect_demonstrations(ppo.env_config, 64, seed=5)
@@ -50,7 +51,8 @@ def test_warm_started_weights_reach_the_remote_env_runners(
         agreement = algo.env_runner_group.foreach_env_runner(
             ExpertAgreement(obs, expert), local_env_runner=False
         )
-        assert len(agreement) == 1 and agreement[0] > 0.6  # random weights agree ~0.1
+        # far above what ignoring the observation can reach (the most common value per component)
+        assert len(agreement) == 1 and agreement[0] > trivial_agreement(expert) + 0.1
         assert sync_learner_weights(algo) == 0.0
         metrics = tracking.curate(algo.train())
         assert "env/success" in metrics

@@ -4,8 +4,10 @@ An encoder turns one agent's flat observation into ``tokens`` (B, T, dim) plus a
 node attends over its agents' tokens, and a *pointer* action component scores a range of them
 (one row per choice), so the same weights act on schemas they have never seen. ``blind(obs)`` gives
 the same rows with no content (a learned vector per row and the padding mask): the pointer keys of a
-node that does not read its observation (``observe: inputs``), which knows *which* rows exist but
-not what they say, so what it points at comes from its messages alone.
+node that does not read its observation (``observe: inputs``), which knows *which* rows exist and
+where they sit but not what they say, so what it points at comes from its messages alone. The row
+places (question position, table or column slot) are the same learned codes every encoded row
+carries, so a message can name a place in the one coordinate system both sides share.
 
 - :class:`MlpEncoder`: any flat ``Box`` observation (MPE, the orchestration env): one token.
 - :class:`Text2SQLEncoder`: the Text2SQL layout (:mod:`orchestrl.envs.text2sql.observation`):
@@ -44,6 +46,8 @@ class Encoded:
     """(B, T, dim) encoded rows."""
     pad: torch.Tensor
     """(B, T) True where a row is absent."""
+    places: torch.Tensor | None = None
+    """(B, T, dim) where each row sits, with no content (the blind rows), if the layout has places."""
 
 
 class MlpEncoder(nn.Module):
@@ -150,9 +154,9 @@ class Text2SQLEncoder(nn.Module):
         self.column_features = nn.Linear(t2s_obs.COLUMN_FEATURES, dim)
         self.column_table_words = nn.Linear(dim, dim, bias=False)
         self.global_features = nn.Linear(t2s_obs.GLOBAL_FEATURES, dim)
+        self.slot_codes = nn.Parameter(torch.randn(NT + NC, dim) * 0.02)
         self.blocks = nn.ModuleList(RelationBlock(dim, heads, 2 * dim) for _ in range(layers))
         self.norm = nn.LayerNorm(dim)
-        self.blind_rows = nn.Parameter(torch.randn(T, dim) * 0.02)
 
     def pointer_rows(self, agent: str, n_components: int) -> list[slice | None]:
         names = t2s_actions.COMPONENTS[agent]
@@ -165,12 +169,11 @@ class Text2SQLEncoder(nn.Module):
     def _words(self, pieces: torch.Tensor, token_dropout: float) -> torch.Tensor:
         """(B, R, P) piece ids -> (B, R, dim): each row's pieces, averaged (zero for no pieces)."""
         ids = pieces.round().long()
-        present = (ids > 0).float()
+        flat = ids.reshape(-1, ids.shape[-1])
+        table = self.pretrained if self.word_vectors else self.piece_embed.weight
+        words = F.embedding_bag(flat, table, mode="mean", padding_idx=0).view(*ids.shape[:-1], -1)
         if self.word_vectors:
-            vectors = self.piece_proj(self.pretrained[ids])
-        else:
-            vectors = self.piece_embed(ids)
-        words = (vectors * present[..., None]).sum(-2) / present.sum(-1, keepdim=True).clamp(min=1.0)
+            words = self.piece_proj(words)  # linear: projecting the mean = the mean of the projections
         return self._dropout(words, token_dropout)
 
     @staticmethod
@@ -187,10 +190,24 @@ class Text2SQLEncoder(nn.Module):
         ]
         return torch.cat(present, 1) < 0.5
 
+    def _places(self) -> torch.Tensor:
+        """(T, dim) where each row sits: question position, table or column slot, and segment. Added
+        to every encoded row, and all a blind row holds, so a place a message describes can be
+        matched by a node that does not read the rows."""
+        return torch.cat(
+            [
+                self.position + self.segment[0],
+                self.slot_codes[:NT] + self.segment[1],
+                self.slot_codes[NT:] + self.segment[2],
+            ]
+        )
+
     def blind(self, obs: torch.Tensor) -> Encoded:
-        """Rows without content: which rows exist, not what they say (see the module docstring)."""
+        """Rows without content: which rows exist and where, not what they say (see the module
+        docstring)."""
         obs = obs.float()
-        return Encoded(self.blind_rows.expand(obs.shape[0], -1, -1), self._pad(obs))
+        places = self._places().expand(obs.shape[0], -1, -1)
+        return Encoded(places, self._pad(obs), places)
 
     def forward(self, obs: torch.Tensor, token_dropout: float = 0.0) -> Encoded:
         obs = obs.float()
@@ -213,27 +230,20 @@ class Text2SQLEncoder(nn.Module):
         else:
             words = self._words(q_pieces, token_dropout)
         q_links = torch.stack([col_named.any(-1), table_named.any(-1), value_of.any(-1)], -1).float()
-        x_q = (
-            words + self.position + self.question_features(torch.cat([q_feat, q_links], -1)) + self.segment[0]
-        )
-        x_t = (
-            self._words(view(obs, "table_pieces"), token_dropout)
-            + self.table_features(t_feat)
-            + self.segment[1]
-        )
+        x_q = words + self.question_features(torch.cat([q_feat, q_links], -1))
+        x_t = self._words(view(obs, "table_pieces"), token_dropout) + self.table_features(t_feat)
         tp = t2s_obs.TABLE_PIECES
         x_c = (
             self._words(c_pieces[..., tp:], token_dropout)
             + self.column_table_words(self._words(c_pieces[..., :tp], token_dropout))
             + self.column_features(c_feat)
-            + self.segment[2]
         )
-        x = torch.cat([x_q, x_t, x_c], 1) + self.global_features(g_feat)[:, None]
+        x = torch.cat([x_q, x_t, x_c], 1) + self._places() + self.global_features(g_feat)[:, None]
         pad = self._pad(obs)
         relations = self._relations(q_feat, col_named, table_named, col_table_named, value_of, of_table)
         for block in self.blocks:
             x = block(x, relations, pad)
-        return Encoded(self.norm(x), pad)
+        return Encoded(self.norm(x), pad, self._places().expand(obs.shape[0], -1, -1))
 
     @staticmethod
     def _relations(

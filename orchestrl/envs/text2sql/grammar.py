@@ -107,6 +107,25 @@ def surface_value(cond: Condition, rng: np.random.Generator, as_noun: bool = Fal
     return value.lower() if rng.random() < 0.3 else value
 
 
+def noun_fills(s: Slots) -> dict[str, str]:
+    """The slots every grammar fills the same way: the nouns of the tables, columns and ``k``."""
+    t = s.table
+    fills = {"T": alt(table_nouns(t)), "t": t.singular, "k": alt([str(s.k), NUMBER_WORDS.get(s.k, str(s.k))])}
+    if t.label is not None:
+        fills["Ls"] = alt([plural(t.label.say), t.label.say])
+    if s.parent is not None:
+        fills["P"] = alt(table_nouns(s.parent))
+        fills["p"] = s.parent.singular
+        if s.parent.label is not None:
+            fills["PLs"] = alt([plural(s.parent.label.say), s.parent.label.say])
+    if s.number is not None:
+        fills["N"] = alt(column_nouns(s.number))
+    if s.category is not None:
+        fills["C"] = alt(column_nouns(s.category))
+        fills["Cs"] = alt([plural(n) for n in column_nouns(s.category)])
+    return fills
+
+
 def degrees(column: Column, order: Order) -> tuple[Degrees, ...]:
     return column.lex.more if order == Order.DESC else column.lex.less
 
@@ -564,29 +583,16 @@ class TrainGrammar:
         return surface_value(cond, rng, as_noun)
 
     def fills(self, s: Slots, rng: np.random.Generator) -> dict[str, str]:
-        t = s.table
-        fills: dict[str, str] = {
-            "T": alt(table_nouns(t)),
-            "t": t.singular,
-            "LIST": alt(self.LIST),
-            "DETAILS": "{details|information|info|data|records|columns|fields}",
-            "PER": alt(self.PER),
-            "k": alt([str(s.k), NUMBER_WORDS.get(s.k, str(s.k))]),
-        }
-        label = t.label
-        if label is not None:
-            fills["L"] = label.say
-            fills["Ls"] = alt([plural(label.say), label.say])
-        if s.parent is not None:
-            fills["P"] = alt(table_nouns(s.parent))
-            fills["p"] = s.parent.singular
-            if s.parent.label is not None:
-                fills["PLs"] = alt([plural(s.parent.label.say), s.parent.label.say])
+        fills = noun_fills(s)
+        fills.update(
+            LIST=alt(self.LIST),
+            DETAILS="{details|information|info|data|records|columns|fields}",
+            PER=alt(self.PER),
+        )
+        if s.table.label is not None:
+            fills["L"] = s.table.label.say
         if s.number is not None:
-            fills["N"] = alt(column_nouns(s.number))
             fills["EXT"] = alt(self.EXTREME.get(s.order, ("highest",)))
-        if s.category is not None:
-            fills["C"] = alt(column_nouns(s.category))
         if s.agg in self.AGG_WORDS:
             fills["AGG"] = alt(self.AGG_WORDS[s.agg])
             phrases = self.aggregate_phrases(s)

@@ -16,7 +16,6 @@ from typing import ClassVar
 import numpy as np
 
 from orchestrl.envs.text2sql.grammar import (
-    NUMBER_WORDS,
     active_verb,
     alt,
     choose,
@@ -24,6 +23,7 @@ from orchestrl.envs.text2sql.grammar import (
     degrees,
     expand,
     is_year,
+    noun_fills,
     participle,
     surface_value,
     table_nouns,
@@ -31,7 +31,6 @@ from orchestrl.envs.text2sql.grammar import (
 )
 from orchestrl.envs.text2sql.query import Agg, Op, Order
 from orchestrl.envs.text2sql.questions import VALUE_MARK, Condition, Slots
-from orchestrl.envs.text2sql.tokenizer import plural
 
 V = VALUE_MARK
 
@@ -258,26 +257,8 @@ class HeldOutGrammar:
         return tidy(text), surface
 
     def fills(self, s: Slots, rng: np.random.Generator) -> dict[str, str]:
-        t = s.table
-        fills: dict[str, str] = {
-            "T": alt(table_nouns(t)),
-            "t": t.singular,
-            "ASK": alt(self.ASK),
-            "EACH": alt(self.EACH),
-            "k": alt([str(s.k), NUMBER_WORDS.get(s.k, str(s.k))]),
-        }
-        if t.label is not None:
-            fills["Ls"] = alt([plural(t.label.say), t.label.say])
-        if s.parent is not None:
-            fills["P"] = alt(table_nouns(s.parent))
-            fills["p"] = s.parent.singular
-            if s.parent.label is not None:
-                fills["PLs"] = alt([plural(s.parent.label.say), s.parent.label.say])
-        if s.number is not None:
-            fills["N"] = alt(column_nouns(s.number))
-        if s.category is not None:
-            fills["C"] = alt(column_nouns(s.category))
-            fills["Cs"] = alt([plural(n) for n in column_nouns(s.category)])
+        fills = noun_fills(s)
+        fills.update(ASK=alt(self.ASK), EACH=alt(self.EACH))
         if s.agg in self.AGG_WORDS:
             fills["AGG"] = alt(self.AGG_WORDS[s.agg])
         if s.order != Order.NONE:
