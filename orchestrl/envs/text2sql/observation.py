@@ -49,7 +49,6 @@ from orchestrl.envs.text2sql.tokenizer import (
     is_number,
     normal_form,
     pieces_of,
-    word_pieces,
 )
 from orchestrl.envs.text2sql.values import ValueIndex
 
@@ -234,7 +233,3 @@ def encode_observation(words: Sequence[str], schema: Schema, values: ValueIndex)
     put("global_features", 0, [float(fk is not None), len(words) / Q_WORDS])
     return obs
 
-
-def question_piece_ids(words: Sequence[str]) -> list[tuple[int, ...]]:
-    """Every piece of each word (uncut): what a contextual encoder reads (see :mod:`.word_vectors`)."""
-    return [word_pieces(w) for w in words]
