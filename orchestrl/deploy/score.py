@@ -18,6 +18,10 @@ from orchestrl.envs.text2sql.scoring import results_match
 from orchestrl.envs.text2sql.sql_runner import SQLRunner
 from orchestrl.envs.text2sql.values import ValueIndex
 
+SCORING_TIMEOUT_S = 10.0
+"""Wall-time limit of one query when scoring: every query of the grammar takes milliseconds on these
+databases, so a longer limit than training's only keeps a loaded machine from failing a right one."""
+
 
 def successes(
     team: Team,
@@ -41,7 +45,9 @@ def successes(
             except PlanError:
                 out.append(False)
                 continue
-            runner = runners.setdefault(question.schema, SQLRunner(db_paths[question.schema]))
+            runner = runners.setdefault(
+                question.schema, SQLRunner(db_paths[question.schema], timeout_s=SCORING_TIMEOUT_S)
+            )
             result = runner.run(sql)
             out.append(result.ok and results_match(result.rows, question.gold_rows, question.ordered))
     finally:
