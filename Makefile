@@ -27,13 +27,15 @@ demo: install
 	$(BIN)/orchestrl curriculum configs/curricula/lemon_demo.yaml
 
 test: install
+	$(BIN)/lint-imports
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
 
 test-fast: install
 	$(BIN)/python -m pytest -q -m "not ray and not slow" $(PYTEST_ARGS)
 
 lint: install
-	$(BIN)/ruff check orchestrl tests benchmarks
+	$(BIN)/ruff check orchestrl tests benchmarks tools
+	$(BIN)/lint-imports
 
 bench: install
 	$(BIN)/python benchmarks/throughput.py --quick

@@ -441,7 +441,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         mode = " with --quick" if args.quick else ""
         parser.error(f"--envs: unknown env{mode}: {', '.join(unknown)} (known: {', '.join(known)})")
 
-    from orchestrl.algorithms.lemon.adapters import has_counterfactual_api
+    from orchestrl.envs.counterfactual import supports_counterfactual
     from orchestrl.envs.registry import get_env
     from orchestrl.training.runtime import quiet_environment, silence_noise, worker_pool
 
@@ -459,7 +459,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         except Exception as exc:
             results[name] = {"skipped": f"{type(exc).__name__}: {exc}"}
             continue
-        algos = [a for a in args.algos or ALGORITHMS if a != "lemon" or has_counterfactual_api(env_class)]
+        algos = [a for a in args.algos or ALGORITHMS if a != "lemon" or supports_counterfactual(env_class)]
         jobs += [(name, algo, seed) for algo in algos for seed in range(seeds)]
     runs: dict[tuple[str, str, int], dict[str, Any]] = {}
     with worker_pool(max(1, args.jobs), args.out) as pool:

@@ -49,8 +49,9 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from orchestrl.envs.counterfactual import Edit
 from orchestrl.envs.orchestration import ops
-from orchestrl.envs.orchestration.edits import Edit, apply_edit
+from orchestrl.envs.orchestration.edits import apply_edit
 from orchestrl.envs.orchestration.executor import Executor, NodeCache
 from orchestrl.envs.orchestration.reward import RewardConfig, Scorer
 from orchestrl.envs.orchestration.sandbox.pool import SandboxPool
@@ -111,8 +112,8 @@ def edited_specs(task: Task) -> list:
     spec = task.reference
     out = []
     for node in spec.nodes:
-        edits = [Edit.revert_duty(), Edit.downgrade_capacity()] + [
-            Edit.drop_dep(i) for i in range(len(node.deps))
+        edits = [Edit.base_duty(), Edit.downgrade_capacity()] + [
+            Edit.drop_edge(i) for i in range(len(node.deps))
         ]
         for edit in edits:
             try:

@@ -6,15 +6,15 @@ before Ray or MLflow starts.
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from orchestrl.experiment.config import ConfigError, ExperimentConfig, load_config
+
+if TYPE_CHECKING:
+    from orchestrl.training.train import TrainSummary
 
 app = typer.Typer(
     name="orchestrl",
@@ -109,7 +109,7 @@ def _placeholder_for_resume(run_dir: str | None) -> ExperimentConfig:
     )
 
 
-def summary_table(summary) -> str:
+def summary_table(summary: TrainSummary) -> str:
     first, last = summary.first, summary.last
     rows = [
         (
@@ -146,22 +146,11 @@ def ui(
     tracking_uri: TrackingOpt = None,
 ) -> None:
     """Serve the MLflow UI on 127.0.0.1 for the embedded store (or --tracking-uri)."""
-    from orchestrl.tracking import runs as tracking
+    from orchestrl.tracking.ui import serve_ui, ui_command
 
-    root = Path(run_dir)
-    uri = tracking.resolve_tracking_uri(root, tracking_uri)
-    cmd = [
-        sys.executable, "-m", "mlflow", "server",
-        "--backend-store-uri", uri,
-        "--default-artifact-root", tracking.artifact_root(root),
-        "--host", "127.0.0.1", "--port", str(port),
-    ]  # fmt: skip
+    cmd, uri = ui_command(Path(run_dir), port, tracking_uri)
     typer.echo(f"MLflow UI on http://127.0.0.1:{port} (store: {uri}); Ctrl-C to stop")
-    env = {**os.environ, "MLFLOW_DISABLE_TELEMETRY": "true"}
-    try:
-        raise typer.Exit(subprocess.call(cmd, env=env))
-    except KeyboardInterrupt:
-        raise typer.Exit(0) from None
+    raise typer.Exit(serve_ui(cmd))
 
 
 @app.command()
@@ -204,6 +193,13 @@ RunDirOpt = Annotated[
 ]
 
 
+def launch(resume: bool, parent: str | None, tracking_uri: str | None, address: str | None, verbose: bool):
+    """How ``sweep`` and ``curriculum`` launch their Tune experiments (their shared options)."""
+    from orchestrl.tune.lifecycle import Launch
+
+    return Launch(resume, parent, tracking_uri, address, verbose, echo=typer.echo)
+
+
 @app.command()
 def sweep(
     config: Annotated[Path, typer.Argument(help="Sweep YAML (see configs/sweeps/).")],
@@ -219,15 +215,7 @@ def sweep(
 
     try:
         spec = load_sweep(config, run_dir=run_dir)
-        summary = run_sweep(
-            spec,
-            resume=resume,
-            parent_run_id=parent,
-            tracking_uri=tracking_uri,
-            address=address,
-            verbose=verbose,
-            echo=lambda line: typer.echo(line),
-        )
+        summary = run_sweep(spec, launch(resume, parent, tracking_uri, address, verbose))
     except (ConfigError, SweepError) as err:
         fail(str(err))
         return
@@ -253,15 +241,7 @@ def curriculum(
 
     try:
         spec = load_curriculum(config, run_dir=run_dir)
-        summary = run_curriculum(
-            spec,
-            resume=resume,
-            parent_run_id=parent,
-            tracking_uri=tracking_uri,
-            address=address,
-            verbose=verbose,
-            echo=lambda line: typer.echo(line),
-        )
+        summary = run_curriculum(spec, launch(resume, parent, tracking_uri, address, verbose))
     except (ConfigError, CurriculumError, CarryError) as err:
         fail(str(err))
         return
@@ -297,15 +277,15 @@ def report(
     tracking_uri: TrackingOpt = None,
 ) -> None:
     """IQM, mean, 95% bootstrap CIs, P(improvement), learning curves and credit plots of runs."""
-    from orchestrl.tracking import runs as tracking
     from orchestrl.tracking.report import ReportError, build_report
+    from orchestrl.tracking.store import resolve_tracking_uri
     from orchestrl.training.runtime import quiet_environment
 
     if mode not in ("max", "min"):
         fail(f"--mode: expected max or min, got {mode!r}")
     root = Path(run_dir)
     quiet_environment(root)
-    uri = tracking.resolve_tracking_uri(root, tracking_uri)
+    uri = resolve_tracking_uri(root, tracking_uri)
     try:
         result = build_report(
             target,

@@ -13,7 +13,7 @@ that agent's credit. An env that can do this implements :class:`CounterfactualEn
   with a node cache re-runs only what changed) and returns ``R(edited)``, ``R(spec)`` and the
   terms of the edited reward.
 
-Envs with a different but equivalent API are wrapped by :mod:`.adapters` (the orchestration env).
+The orchestration env (``orchestrl.envs.orchestration.env``) and the matrix game implement it.
 
 This module imports nothing heavy, so envs can implement the protocol without importing torch/Ray.
 """
@@ -44,10 +44,29 @@ EDIT_FAMILIES: tuple[EditFamily, ...] = tuple(EditFamily)
 
 @dataclass(frozen=True)
 class Edit:
-    """One edit of one agent's action. ``action`` is the alternative for ``ALTERNATIVE`` edits."""
+    """One edit of one agent's action."""
 
     family: EditFamily
     action: Any = None
+    """``ALTERNATIVE``: the action swapped in (any action of the agent's space, idle included)."""
+    edge: int = -1
+    """``DROP_EDGE``: which of the agent's dependency edges, taken modulo their number (-1: the last)."""
+
+    @classmethod
+    def base_duty(cls) -> Edit:
+        return cls(EditFamily.BASE_DUTY)
+
+    @classmethod
+    def drop_edge(cls, edge: int = -1) -> Edit:
+        return cls(EditFamily.DROP_EDGE, edge=int(edge))
+
+    @classmethod
+    def downgrade_capacity(cls) -> Edit:
+        return cls(EditFamily.DOWNGRADE_CAPACITY)
+
+    @classmethod
+    def alternative(cls, action: Any) -> Edit:
+        return cls(EditFamily.ALTERNATIVE, action=action)
 
 
 @dataclass(frozen=True)

@@ -44,7 +44,8 @@ from typer.testing import CliRunner
 
 from orchestrl.cli import app
 from orchestrl.cluster import jobs
-from orchestrl.tracking import runs as tracking
+from orchestrl.tracking import names
+from orchestrl.tracking import store as tracking
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow, pytest.mark.timeout(420)]
 
@@ -129,7 +130,7 @@ def wait_checkpoint(client: Any, experiment: str, iteration: int, address: str, 
 
     def checkpointed() -> Any:
         run = mlflow_run(client, experiment)
-        if run is not None and int(run.data.tags.get(tracking.TAG_ITERATION, "0")) >= iteration:
+        if run is not None and int(run.data.tags.get(names.TAG_ITERATION, "0")) >= iteration:
             return run
         summary = jobs.job_status(submission_id, address)
         assert not summary.terminal, (
@@ -269,7 +270,7 @@ class TestStaticCluster:
         assert wait_for(restarted, 90, "the crashed env runner to be restarted").num_restarts >= 1
         run = mlflow_run(mlflow, "mn_faults")
         wait_checkpoint(
-            mlflow, "mn_faults", int(run.data.tags[tracking.TAG_ITERATION]) + 2, cluster.address, sid
+            mlflow, "mn_faults", int(run.data.tags[names.TAG_ITERATION]) + 2, cluster.address, sid
         )
 
         # 2. The worker node of the other runner vanishes (a reclaimed spot VM). Its runner cannot
@@ -277,7 +278,7 @@ class TestStaticCluster:
         lost = next(name for name, node in cluster.workers.items() if node.node_id == other.node_id)
         lost_node_id = cluster.workers[lost].node_id
         cluster.kill_worker(lost)
-        at_loss = int(mlflow_run(mlflow, "mn_faults").data.tags[tracking.TAG_ITERATION])
+        at_loss = int(mlflow_run(mlflow, "mn_faults").data.tags[names.TAG_ITERATION])
 
         summary = wait_job(cluster.address, sid)
         assert summary.status == "SUCCEEDED", jobs.logs(sid, cluster.address)
@@ -285,7 +286,7 @@ class TestStaticCluster:
 
         run = mlflow_run(mlflow, "mn_faults")
         assert run.info.status == "FINISHED"
-        last = int(run.data.tags[tracking.TAG_ITERATION])
+        last = int(run.data.tags[names.TAG_ITERATION])
         assert last > at_loss + 1
         env_steps = dict(tracking.metric_history(mlflow, run.info.run_id)["env_steps"])
         assert sorted(env_steps) == list(range(1, last + 1))  # every iteration logged once
@@ -296,7 +297,7 @@ class TestStaticCluster:
         assert env_steps[last] >= env_steps[at_loss] + BATCH
         run_path = run_dir / "experiments" / "mn_faults" / run.info.run_id
         assert checkpoint_dirs(run_path) == [f"iter_{i:06d}" for i in range(1, last + 1)]
-        assert run.data.tags[tracking.TAG_CHECKPOINT] == str(run_path / "checkpoints" / f"iter_{last:06d}")
+        assert run.data.tags[names.TAG_CHECKPOINT] == str(run_path / "checkpoints" / f"iter_{last:06d}")
 
     def test_a_killed_driver_resumes_from_its_last_checkpoint(
         self, cluster: LocalCluster, stack: Stack, mlflow: Any, tmp_path: Path
@@ -318,7 +319,7 @@ class TestStaticCluster:
             30,
             "the stopped driver's env runners to go",
         )
-        checkpointed = int(mlflow.get_run(run_id).data.tags[tracking.TAG_ITERATION])
+        checkpointed = int(mlflow.get_run(run_id).data.tags[names.TAG_ITERATION])
         target = checkpointed + 2
 
         argv = ["train", "--resume", run_id, "--stop-iters", str(target)]
@@ -335,7 +336,7 @@ class TestStaticCluster:
         ]
         resumed = mlflow.get_run(run_id)
         assert resumed.info.status == "FINISHED"
-        assert resumed.data.tags[tracking.TAG_ITERATION] == str(target)
+        assert resumed.data.tags[names.TAG_ITERATION] == str(target)
         assert set(steps_of(mlflow, run_id, "team_return_sum_mean")) == set(range(1, target + 1))
         env_steps = dict(tracking.metric_history(mlflow, run_id)["env_steps"])
         assert env_steps[target] >= target * BATCH  # counters came back with the checkpoint

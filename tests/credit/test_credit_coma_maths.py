@@ -15,7 +15,8 @@ from orchestrl.algorithms.coma.advantage import (
     policy_probs,
 )
 from orchestrl.algorithms.coma.module import Q_VALUES, taken_q
-from orchestrl.algorithms.counterfactual import AGENT_INDEX, TEAM_REWARD, team_value_targets
+from orchestrl.algorithms.credit.advantage import team_value_targets
+from orchestrl.algorithms.joint_columns import AGENT_INDEX, TEAM_REWARD
 from orchestrl.envs.matrix import CLIMBING_GAME
 
 R = np.asarray(CLIMBING_GAME)

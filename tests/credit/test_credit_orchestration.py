@@ -1,4 +1,4 @@
-"""LEMON over the orchestration env's own counterfactual API, through the adapter."""
+"""LEMON over the orchestration env, which speaks the counterfactual protocol itself."""
 
 from __future__ import annotations
 
@@ -6,8 +6,13 @@ import numpy as np
 import pytest
 from credit_helpers import tiny, trainer
 
-from orchestrl.algorithms.lemon.adapters import as_counterfactual_env, has_counterfactual_api
-from orchestrl.envs.counterfactual import EDIT_FAMILIES, Edit, EditFamily, EditNotApplicable
+from orchestrl.envs.counterfactual import (
+    EDIT_FAMILIES,
+    Edit,
+    EditFamily,
+    EditNotApplicable,
+    supports_counterfactual,
+)
 
 orchestration = pytest.importorskip("orchestrl.envs.orchestration.env")
 
@@ -25,40 +30,41 @@ def finished_env():
     close_shared_pool()
 
 
-def test_orchestration_env_is_recognised_as_counterfactual() -> None:
-    assert has_counterfactual_api(orchestration.OrchestrationEnv)
+def test_orchestration_env_implements_the_counterfactual_protocol() -> None:
+    assert supports_counterfactual(orchestration.OrchestrationEnv)
 
 
-def test_adapter_deltas_equal_the_envs_own_counterfactuals(finished_env) -> None:
-    from orchestrl.envs.orchestration.edits import Edit as Native
-
-    adapter = as_counterfactual_env(finished_env)
-    spec = adapter.counterfactual_spec()
+def test_each_edit_is_scored_as_a_fresh_env_scores_the_edited_spec(finished_env) -> None:
+    """``delta = R(spec) - R(edited)``, with R(spec) the score the episode itself ended on and
+    R(edited) the score of the edited spec executed from scratch by another env (no node cache):
+    an independent path for both terms."""
+    spec = finished_env.counterfactual_spec()
     assert spec is finished_env.last_spec
-    native = {
-        EditFamily.BASE_DUTY: Native.revert_duty(),
-        EditFamily.DOWNGRADE_CAPACITY: Native.downgrade_capacity(),
-    }
+    fresh = orchestration.OrchestrationEnv(level=2)
     seen = set()
-    for agent in finished_env.possible_agents:
-        families = adapter.counterfactual_edits(spec, agent)
-        assert EditFamily.ALTERNATIVE in families
-        for family, edit in native.items():
-            expected = finished_env.counterfactual(spec, agent, edit)
-            if family not in families:
-                assert not expected.applicable
-                with pytest.raises(EditNotApplicable):
-                    adapter.counterfactual(spec, agent, Edit(family))
-                continue
-            outcome = adapter.counterfactual(spec, agent, Edit(family))
-            assert outcome.base_reward == pytest.approx(expected.base_reward)
-            assert outcome.delta == pytest.approx(expected.delta)
-            assert "nodes_run" in outcome.terms
-            seen.add(family)
-        if EditFamily.DROP_EDGE in families:
-            outcome = adapter.counterfactual(spec, agent, Edit(EditFamily.DROP_EDGE))
-            assert outcome.delta == pytest.approx(outcome.base_reward - outcome.reward)
-            seen.add(EditFamily.DROP_EDGE)
+    try:
+        for agent in finished_env.possible_agents:
+            families = finished_env.counterfactual_edits(spec, agent)
+            assert EditFamily.ALTERNATIVE in families
+            for family in (EditFamily.BASE_DUTY, EditFamily.DOWNGRADE_CAPACITY, EditFamily.DROP_EDGE):
+                if family not in families:
+                    with pytest.raises(EditNotApplicable):
+                        finished_env.counterfactual(spec, agent, Edit(family))
+                    continue
+                outcome = finished_env.counterfactual(spec, agent, Edit(family))
+                assert outcome.base_reward == pytest.approx(finished_env.last_score.total)
+                edited = finished_env.replay(spec, agent, Edit(family)).spec
+                if edited is None:  # the edit made the spec invalid: the invalid-spec penalty
+                    assert outcome.terms["r_penalty"] < 0
+                else:
+                    from_scratch = fresh.replay(
+                        edited.to_yaml(), agent, Edit(EditFamily.BASE_DUTY)
+                    ).base_reward
+                    assert outcome.reward == pytest.approx(from_scratch)
+                assert "nodes_run" in outcome.terms
+                seen.add(family)
+    finally:
+        fresh.close()
     assert len(seen) >= 2
     assert set(seen) <= set(EDIT_FAMILIES)
 

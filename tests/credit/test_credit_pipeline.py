@@ -10,7 +10,7 @@ import pytest
 from credit_helpers import ONE_AGENT_MATTERS, tiny, trainer
 
 from orchestrl.algorithms.actor_critic import GLOBAL_STATE
-from orchestrl.algorithms.counterfactual import (
+from orchestrl.algorithms.joint_columns import (
     AGENT_INDEX,
     CF_DELTA,
     CF_FAMILY,

@@ -9,13 +9,13 @@ import torch
 from ray.rllib.core.columns import Columns
 
 from orchestrl.algorithms.coma.module import Q_VALUES, taken_q
-from orchestrl.algorithms.counterfactual import (
-    AGENT_INDEX,
+from orchestrl.algorithms.credit.advantage import (
     CounterfactualAdvantage,
     numpy,
     standardize,
     team_value_targets,
 )
+from orchestrl.algorithms.joint_columns import AGENT_INDEX
 
 
 def coma_advantages(

@@ -8,20 +8,15 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from orchestrl.algorithms.coma.advantage import ComaAdvantage
 from orchestrl.algorithms.coma.module import ComaModule
-from orchestrl.algorithms.counterfactual import (
-    CreditCallbacks,
-    CreditSpec,
-    TeamGaeAdvantage,
-    configure_credit,
-    global_state_dim,
-    joint_action_dim,
-)
+from orchestrl.algorithms.credit.advantage import TeamGaeAdvantage
+from orchestrl.algorithms.credit.configure import configure_credit
+from orchestrl.algorithms.credit.learner import CreditSpec
+from orchestrl.algorithms.joint_columns import global_state_dim, joint_action_dim
 
 if TYPE_CHECKING:
     from ray.rllib.algorithms.ppo import PPOConfig
 
-    from orchestrl.experiment.builder import EnvInfo
-    from orchestrl.experiment.config import ExperimentConfig
+    from orchestrl.algorithms.context import BuildContext
 
 
 class ComaConfig(BaseModel):
@@ -52,20 +47,14 @@ class ComaConfig(BaseModel):
     fitted on the batch (see ``fitted_baseline_scale``); off: the whole baseline, as in COMA."""
 
 
-def configure_coma(ppo: PPOConfig, cfg: ExperimentConfig, knobs: ComaConfig, env: EnvInfo) -> PPOConfig:
+def configure_coma(ppo: PPOConfig, knobs: ComaConfig, context: BuildContext) -> PPOConfig:
+    env = context.env
     agents = tuple(env.agents)
     state_dim = global_state_dim(env)
     if knobs.advantage == "gae":
         spec = CreditSpec(piece=TeamGaeAdvantage, agents=agents)
         return configure_credit(
-            ppo,
-            cfg,
-            env,
-            spec,
-            share_policy=knobs.share_policy,
-            critic="central",
-            state_dim=state_dim,
-            callbacks=CreditCallbacks,
+            ppo, context, spec, share_policy=knobs.share_policy, critic="central", state_dim=state_dim
         )
     spec = CreditSpec(
         piece=ComaAdvantage,
@@ -83,8 +72,7 @@ def configure_coma(ppo: PPOConfig, cfg: ExperimentConfig, knobs: ComaConfig, env
     )
     return configure_credit(
         ppo,
-        cfg,
-        env,
+        context,
         spec,
         share_policy=knobs.share_policy,
         critic="central",
@@ -92,5 +80,4 @@ def configure_coma(ppo: PPOConfig, cfg: ExperimentConfig, knobs: ComaConfig, env
         state_dim=state_dim,
         extra_model_config={"q_input_dim": state_dim + joint_action_dim(env)},
         with_others_actions=True,
-        callbacks=CreditCallbacks,
     )

@@ -32,7 +32,7 @@ from ray.rllib.core.learner.utils import make_target_network
 from ray.rllib.core.rl_module.apis import TargetNetworkAPI
 
 from orchestrl.algorithms.actor_critic import GLOBAL_STATE, ActorCriticModule, mlp
-from orchestrl.algorithms.counterfactual import OTHERS_ACTIONS
+from orchestrl.algorithms.joint_columns import OTHERS_ACTIONS
 
 Q_VALUES = "q_values"
 

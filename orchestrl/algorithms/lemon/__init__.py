@@ -5,7 +5,8 @@ At each episode's end the env runner applies ONE edit to each agent's part of th
 policy), re-executes it through the env's counterfactual API and stores
 ``delta_i = R(spec) - R(edited)``; the learner mixes each agent's delta with the team GAE advantage.
 
-- :mod:`.protocol`: what an env implements (imports nothing heavy; envs depend on it).
+- :mod:`orchestrl.envs.counterfactual`: what an env implements (the protocol lives below the
+  algorithms, so envs never import an algorithm).
 - :mod:`.replay`: runner side (edit-family sampling, re-execution, cost accounting).
 - :mod:`.advantage`: learner side (the advantage maths).
 - :mod:`.algorithm`: knobs and configuration.

@@ -6,14 +6,8 @@ from typing import Any
 
 import numpy as np
 
-from orchestrl.algorithms.counterfactual import (
-    AGENT_INDEX,
-    CF_DELTA,
-    CF_FAMILY,
-    CREDIT_PREFIX,
-    TeamGaeAdvantage,
-    numpy,
-)
+from orchestrl.algorithms.credit.advantage import CREDIT_PREFIX, TeamGaeAdvantage, numpy
+from orchestrl.algorithms.joint_columns import AGENT_INDEX, CF_DELTA, CF_FAMILY
 from orchestrl.envs.counterfactual import EDIT_FAMILIES
 
 

@@ -6,25 +6,20 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from orchestrl.algorithms.counterfactual import (
-    CreditCallbacks,
-    CreditSpec,
-    TeamGaeAdvantage,
-    configure_credit,
-    global_state_dim,
-)
-from orchestrl.algorithms.lemon.adapters import has_counterfactual_api
+from orchestrl.algorithms.credit.advantage import TeamGaeAdvantage
+from orchestrl.algorithms.credit.configure import configure_credit
+from orchestrl.algorithms.credit.learner import CreditSpec
+from orchestrl.algorithms.joint_columns import global_state_dim
 from orchestrl.algorithms.lemon.advantage import ReplayAdvantage
 from orchestrl.algorithms.lemon.replay import ReplayCallbacks
-from orchestrl.envs.counterfactual import EDIT_FAMILIES, EditFamily
-from orchestrl.envs.registry import get_env
-from orchestrl.experiment.config import ConfigError
+from orchestrl.envs.counterfactual import EDIT_FAMILIES, EditFamily, supports_counterfactual
+from orchestrl.errors import ConfigError
 
 if TYPE_CHECKING:
     from ray.rllib.algorithms.ppo import PPOConfig
 
-    from orchestrl.experiment.builder import EnvInfo
-    from orchestrl.experiment.config import ExperimentConfig
+    from orchestrl.algorithms.context import BuildContext
+    from orchestrl.envs.info import EnvInfo
 
 
 class LemonConfig(BaseModel):
@@ -47,36 +42,35 @@ class LemonConfig(BaseModel):
     """EMA decay of each family's recent |delta| (higher: slower adaptation)."""
 
 
-def require_counterfactual_env(cfg: ExperimentConfig) -> None:
+def require_counterfactual_env(env: EnvInfo) -> None:
     """``advantage: replay`` needs an env that can re-execute edited specs; says so in one line."""
-    from orchestrl.envs.registry import make_env
+    from orchestrl.envs.registry import get_env, make_env
 
-    entry = get_env(cfg.env.name)
-    target = entry.load()
+    target = get_env(env.name).load()
     if isinstance(target, type):
-        ok = has_counterfactual_api(target)
+        ok = supports_counterfactual(target)
     else:  # a factory function: look at what it builds
-        env = make_env(cfg.env.name, **cfg.env.kwargs)
+        built = make_env(env.name, **env.kwargs)
         try:
-            ok = has_counterfactual_api(getattr(env, "unwrapped", env))
+            ok = supports_counterfactual(getattr(built, "unwrapped", built))
         finally:
-            env.close()
+            built.close()
     if not ok:
         raise ConfigError(
             f"algorithm.advantage: replay needs an env with a counterfactual API "
-            f"(counterfactual_spec/counterfactual_edits/counterfactual); env '{cfg.env.name}' has none "
+            f"(counterfactual_spec/counterfactual_edits/counterfactual); env '{env.name}' has none "
             f"(use advantage: gae, or algorithm coma)"
         )
 
 
-def configure_lemon(ppo: PPOConfig, cfg: ExperimentConfig, knobs: LemonConfig, env: EnvInfo) -> PPOConfig:
+def configure_lemon(ppo: PPOConfig, knobs: LemonConfig, context: BuildContext) -> PPOConfig:
+    env = context.env
     agents = tuple(env.agents)
     state_dim = global_state_dim(env) if knobs.critic == "central" else None
     common = {"share_policy": knobs.share_policy, "critic": knobs.critic, "state_dim": state_dim}
     if knobs.advantage == "gae":
-        spec = CreditSpec(piece=TeamGaeAdvantage, agents=agents)
-        return configure_credit(ppo, cfg, env, spec, callbacks=CreditCallbacks, **common)
-    require_counterfactual_env(cfg)
+        return configure_credit(ppo, context, CreditSpec(piece=TeamGaeAdvantage, agents=agents), **common)
+    require_counterfactual_env(env)
     spec = CreditSpec(
         piece=ReplayAdvantage,
         piece_kwargs={"mix": knobs.mix},
@@ -87,4 +81,4 @@ def configure_lemon(ppo: PPOConfig, cfg: ExperimentConfig, knobs: LemonConfig, e
             "decay": knobs.family_decay,
         },
     )
-    return configure_credit(ppo, cfg, env, spec, callbacks=ReplayCallbacks, **common)
+    return configure_credit(ppo, context, spec, callbacks=(ReplayCallbacks,), **common)

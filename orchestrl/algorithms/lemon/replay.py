@@ -17,11 +17,12 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from ray.rllib.callbacks.callbacks import RLlibCallback
 from ray.rllib.core.columns import Columns
 
 from orchestrl.algorithms.actor_critic import action_logit_lens
-from orchestrl.algorithms.counterfactual import REPLAY_KEY, CreditCallbacks, credit_spec
-from orchestrl.algorithms.lemon.adapters import as_counterfactual_env
+from orchestrl.algorithms.credit.learner import credit_spec
+from orchestrl.algorithms.joint_columns import REPLAY_KEY
 from orchestrl.envs.counterfactual import (
     EDIT_FAMILIES,
     CounterfactualEnv,
@@ -29,6 +30,7 @@ from orchestrl.envs.counterfactual import (
     EditFamily,
     EditNotApplicable,
     NoCounterfactualAPIError,
+    supports_counterfactual,
 )
 
 CF_METRIC = "env/cf_"
@@ -152,8 +154,9 @@ def replay_episode(
                 if action is None:
                     applicable.remove(family)
                     continue
+            edge = int(rng.integers(1 << 30)) if family is EditFamily.DROP_EDGE else -1  # uniform over edges
             try:
-                outcome = env.counterfactual(spec, agent, Edit(family, action))
+                outcome = env.counterfactual(spec, agent, Edit(family, action, edge))
             except EditNotApplicable:
                 applicable.remove(family)
                 continue
@@ -173,14 +176,13 @@ def counterfactual_env(vector_env: Any, env_index: int) -> Any:
     return getattr(raw, "unwrapped", raw)
 
 
-class ReplayCallbacks(CreditCallbacks):
+class ReplayCallbacks(RLlibCallback):
     """Env-runner side of LEMON: computes the deltas at each (training) episode's end."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.sampler: FamilySampler | None = None
         self.rng: np.random.Generator | None = None
-        self.adapted: dict[int, CounterfactualEnv | None] = {}
 
     def _setup(self, env_runner: Any) -> None:
         settings = credit_spec(env_runner.config).replay or {}
@@ -204,16 +206,13 @@ class ReplayCallbacks(CreditCallbacks):
         metrics_logger: Any = None,
         **kwargs: Any,
     ) -> None:
-        super().on_episode_end(episode=episode, metrics_logger=metrics_logger, **kwargs)
         if env_runner is None or env is None or env_runner.config.in_evaluation:
             return
-        raw = counterfactual_env(env, env_index)
-        if id(raw) not in self.adapted:
-            self.adapted[id(raw)] = as_counterfactual_env(raw, np.random.default_rng(len(self.adapted)))
-        cf_env = self.adapted[id(raw)]
-        if cf_env is None:
+        cf_env = counterfactual_env(env, env_index)
+        if not supports_counterfactual(cf_env):
             raise NoCounterfactualAPIError(
-                f"{type(raw).__name__} has no counterfactual API (counterfactual_spec/_edits/counterfactual)"
+                f"{type(cf_env).__name__} has no counterfactual API "
+                "(counterfactual_spec/_edits/counterfactual)"
             )
         if self.sampler is None:
             self._setup(env_runner)
