@@ -195,8 +195,6 @@ class LocalCluster:
 
     def start(self, timeout_s: float = 120) -> None:
         """Starts the head and waits until its Jobs API answers."""
-        from orchestrl.cluster import jobs
-
         self.home.mkdir(parents=True, exist_ok=True)
         self.tmp.mkdir(parents=True, exist_ok=True)
         command = [
@@ -222,7 +220,7 @@ class LocalCluster:
             path.write_text(json.dumps(config))  # JSON is YAML
             command.append(f"--autoscaling-config={path}")
         self._run(command, timeout_s)
-        wait_for(lambda: _answers(jobs, self.address), 30, f"the Jobs API at {self.address}")
+        wait_for(lambda: _answers(self.address), 30, f"the Jobs API at {self.address}")
 
     def add_workers(self, names: list[str], num_cpus: float = 1, timeout_s: float = 120) -> list[Node]:
         """Starts one worker node per name, concurrently, each with ``num_cpus`` logical CPUs, and
@@ -319,10 +317,13 @@ class LocalCluster:
         return end_processes(self.processes, graceful=graceful)
 
 
-def _answers(jobs_module: Any, address: str) -> bool:
+def _answers(address: str) -> bool:
+    from orchestrl.cluster.connection import connect
+    from orchestrl.cluster.errors import ClusterUnreachableError
+
     try:
-        jobs_module.connect(address, timeout_s=2)
-    except jobs_module.ClusterUnreachableError:
+        connect(address, timeout_s=2)
+    except ClusterUnreachableError:
         return False
     return True
 
