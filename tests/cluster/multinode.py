@@ -74,13 +74,19 @@ def wait_for(predicate: Callable[[], Any], timeout_s: float, what: str, poll_s: 
 
 
 def processes_under(directory: Path) -> set[psutil.Process]:
-    """Live processes whose command line names ``directory`` (or a path inside it), with all their
-    descendants."""
+    """Live processes whose command line names ``directory`` (or a path inside it), or whose
+    ``TMPDIR`` lies in it, with all their descendants (this process excepted).
+
+    The environment finds what no command line names: ``ray start --head`` launches the Ray client
+    server (``ray.util.client.server``) with only addresses on its command line, and it outlives
+    ``ray start``, reparented to init. Every node here starts with ``TMPDIR`` in its cluster's
+    root (:meth:`LocalCluster.env`)."""
     pattern = re.compile(re.escape(str(directory)) + r"(?=/|$|\s|'|\")")
     roots = []
-    for proc in psutil.process_iter(["cmdline"]):
+    for proc in psutil.process_iter(["cmdline", "environ"]):
         with contextlib.suppress(psutil.Error):
-            if any(pattern.search(part) for part in proc.info["cmdline"] or ()):
+            marks = [*(proc.info["cmdline"] or ()), (proc.info["environ"] or {}).get("TMPDIR", "")]
+            if proc.pid != os.getpid() and any(pattern.search(part) for part in marks):
                 roots.append(proc)
     family = set(roots)
     for proc in roots:

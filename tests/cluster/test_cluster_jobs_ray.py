@@ -2,18 +2,17 @@
 
 The head runs with its dashboard (the Jobs API) on 127.0.0.1, one CPU, HOME pointed at a temp
 dir (Ray writes ~/.ray there) and every file under one temp dir. Teardown ends exactly the
-processes of that head, found by the temp dir in their command line plus their descendants, and
-checks none is left. It deliberately does not run `ray stop --force`: that kills every Ray
-process of the user on the machine, including other test sessions' clusters.
+processes of that head, found by the temp dir in their command line or environment plus their
+descendants (``multinode.processes_under``), and checks none is left. It deliberately does not
+run `ray stop --force`: that kills every Ray process of the user on the machine, including other
+test sessions' clusters.
 """
 
 from __future__ import annotations
 
-import contextlib
 import io
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -23,6 +22,7 @@ from pathlib import Path
 
 import pytest
 import typer
+from multinode import end_processes, free_port, processes_under, running
 from typer.testing import CliRunner
 
 from orchestrl.cluster import connection, errors, lifecycle
@@ -39,60 +39,6 @@ PROBE_LAUNCHER = (
     "print('RUNS', pathlib.Path('runs/big.bin').exists()); "
     "print('TRACKING', os.environ.get('MLFLOW_TRACKING_URI'))"
 )
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def session_processes(temp_dir: Path) -> set:
-    """Processes of the head started under ``temp_dir``, with all their descendants."""
-    import psutil  # shipped inside the ray wheel; importable once ray is imported (connecting did)
-
-    marker = str(temp_dir)
-    roots = []
-    for proc in psutil.process_iter(["cmdline"]):
-        with contextlib.suppress(psutil.Error):
-            if any(marker in part for part in proc.info["cmdline"] or ()):
-                roots.append(proc)
-    family = set(roots)
-    for proc in roots:
-        with contextlib.suppress(psutil.Error):
-            family.update(proc.children(recursive=True))
-    return family
-
-
-def stop_session(temp_dir: Path) -> set[int]:
-    """Ends the head's processes (TERM, then KILL) and returns their pids."""
-    import psutil
-
-    ended: set[int] = set()
-    for _ in range(3):  # a dying raylet may still spawn a worker: sweep until nothing is left
-        family = session_processes(temp_dir)
-        if not family:
-            break
-        for proc in family:
-            with contextlib.suppress(psutil.Error):
-                proc.terminate()
-        alive = wait_gone(family, timeout_s=5)
-        for proc in alive:
-            with contextlib.suppress(psutil.Error):
-                proc.kill()
-        wait_gone(alive, timeout_s=5)
-        ended.update(p.pid for p in family)
-    return ended
-
-
-def wait_gone(procs: set, timeout_s: float) -> set:
-    """Waits until every process has exited (a zombie counts: its parent, not us, must reap it)."""
-    deadline = time.monotonic() + timeout_s
-    alive = set(procs)
-    while alive and time.monotonic() < deadline:
-        alive = {p for p in alive if _running(p.pid)}
-        time.sleep(0.1)
-    return alive
 
 
 @pytest.fixture(scope="module")
@@ -143,19 +89,10 @@ def ray_head() -> Iterator[str]:
                     time.sleep(0.5)
             yield address
         finally:
-            ended = stop_session(temp_dir)
-            assert not session_processes(temp_dir), "Ray processes survived teardown"
-            assert not any(_running(pid) for pid in ended)
+            ended = end_processes(lambda: processes_under(root))
+            assert not processes_under(root), "Ray processes survived teardown"
+            assert not any(running(pid) for pid in ended)
             shutil.rmtree(root, ignore_errors=True)
-
-
-def _running(pid: int) -> bool:
-    import psutil
-
-    try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return False
 
 
 @pytest.fixture
