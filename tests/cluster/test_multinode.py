@@ -43,7 +43,7 @@ from multinode import (
 from typer.testing import CliRunner
 
 from orchestrl.cli import app
-from orchestrl.cluster import jobs
+from orchestrl.cluster import connection, lifecycle
 from orchestrl.tracking import names
 from orchestrl.tracking import store as tracking
 
@@ -87,7 +87,7 @@ def require_dashboard() -> None:
 
 def ray_job_id(address: str, submission_id: str) -> str:
     """The Ray job id (what actors carry) of a submitted job."""
-    return jobs.connect(address).get_job_info(submission_id).job_id
+    return connection.connect(address).get_job_info(submission_id).job_id
 
 
 def env_runners(address: str, submission_id: str) -> list[Any]:
@@ -104,10 +104,10 @@ def env_runners(address: str, submission_id: str) -> list[Any]:
     return sorted(actors, key=lambda a: a.actor_id)
 
 
-def wait_job(address: str, submission_id: str, timeout_s: float = JOB_TIMEOUT_S) -> jobs.JobSummary:
+def wait_job(address: str, submission_id: str, timeout_s: float = JOB_TIMEOUT_S) -> lifecycle.JobSummary:
     """Waits until the job ends and returns its final state."""
     return wait_for(
-        lambda: (s := jobs.job_status(submission_id, address)).terminal and s,
+        lambda: (s := lifecycle.job_status(submission_id, address)).terminal and s,
         timeout_s,
         f"job {submission_id} to end",
         poll_s=1,
@@ -132,9 +132,9 @@ def wait_checkpoint(client: Any, experiment: str, iteration: int, address: str, 
         run = mlflow_run(client, experiment)
         if run is not None and int(run.data.tags.get(names.TAG_ITERATION, "0")) >= iteration:
             return run
-        summary = jobs.job_status(submission_id, address)
+        summary = lifecycle.job_status(submission_id, address)
         assert not summary.terminal, (
-            f"job ended early ({summary.status}):\n{jobs.logs(submission_id, address)}"
+            f"job ended early ({summary.status}):\n{lifecycle.logs(submission_id, address)}"
         )
         return None
 
@@ -244,7 +244,7 @@ class TestStaticCluster:
         run_dir = tmp_path / "runs"
         experiment = tiny_experiment("mn_faults", run_dir, iterations=100_000)
         experiment["stop"]["time_s"] = 30
-        plan = jobs.submit(
+        plan = lifecycle.submit(
             ["train", str(write_config(tmp_path, experiment)), "--tracking-uri", stack.server.uri],
             address=cluster.address,
             project_dir=ROOT,
@@ -281,7 +281,7 @@ class TestStaticCluster:
         at_loss = int(mlflow_run(mlflow, "mn_faults").data.tags[names.TAG_ITERATION])
 
         summary = wait_job(cluster.address, sid)
-        assert summary.status == "SUCCEEDED", jobs.logs(sid, cluster.address)
+        assert summary.status == "SUCCEEDED", lifecycle.logs(sid, cluster.address)
         assert any(n.node_id == lost_node_id and n.state == "DEAD" for n in cluster.nodes())
 
         run = mlflow_run(mlflow, "mn_faults")
@@ -304,7 +304,7 @@ class TestStaticCluster:
     ) -> None:
         run_dir = tmp_path / "runs"
         config = write_config(tmp_path, tiny_experiment("mn_resume", run_dir, iterations=100_000))
-        first = jobs.submit(
+        first = lifecycle.submit(
             ["train", str(config), "--tracking-uri", stack.server.uri],
             address=cluster.address,
             project_dir=ROOT,
@@ -312,7 +312,7 @@ class TestStaticCluster:
         )
         run = wait_checkpoint(mlflow, "mn_resume", 2, cluster.address, first.submission_id)
         run_id = run.info.run_id
-        stopped = jobs.stop(first.submission_id, address=cluster.address, wait_s=30)
+        stopped = lifecycle.stop(first.submission_id, address=cluster.address, wait_s=30)
         assert stopped.job.status == "STOPPED"
         wait_for(
             lambda: all(a.state == "DEAD" for a in env_runners(cluster.address, first.submission_id)),
@@ -324,9 +324,9 @@ class TestStaticCluster:
 
         argv = ["train", "--resume", run_id, "--stop-iters", str(target)]
         argv += ["--tracking-uri", stack.server.uri, "--run-dir", str(run_dir)]
-        second = jobs.submit(argv, address=cluster.address, project_dir=ROOT, env={})
+        second = lifecycle.submit(argv, address=cluster.address, project_dir=ROOT, env={})
         summary = wait_job(cluster.address, second.submission_id)
-        logs = jobs.logs(second.submission_id, cluster.address)
+        logs = lifecycle.logs(second.submission_id, cluster.address)
         assert summary.status == "SUCCEEDED", logs
 
         iteration_lines = [line.split() for line in logs.splitlines() if line.startswith("iter ")]
@@ -362,14 +362,14 @@ def test_the_autoscaler_adds_worker_nodes_for_a_job_and_removes_them_when_idle(t
             # store is fine: in place, the job shares this machine's disk.
             experiment = tiny_experiment("mn_autoscale", tmp_path / "runs", iterations=1)
             experiment["tracking"] = {"checkpoint_every": 0, "log_artifacts": False}
-            plan = jobs.submit(
+            plan = lifecycle.submit(
                 ["train", str(write_config(tmp_path, experiment))],
                 address=cluster.address,
                 project_dir=ROOT,
                 env={},
             )
             summary = wait_job(cluster.address, plan.submission_id)
-            assert summary.status == "SUCCEEDED", jobs.logs(plan.submission_id, cluster.address)
+            assert summary.status == "SUCCEEDED", lifecycle.logs(plan.submission_id, cluster.address)
 
             launched = [n for n in cluster.nodes() if not n.is_head_node]
             assert len(launched) == 2
