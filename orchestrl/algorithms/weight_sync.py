@@ -8,12 +8,13 @@ update (a warm start, a curriculum's weight carry) pushes the weights here and r
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 if TYPE_CHECKING:
     from ray.rllib.algorithms import Algorithm
+    from ray.rllib.env.env_runner import EnvRunner
 
 
 class WeightSyncError(RuntimeError):
@@ -54,7 +55,7 @@ def runner_weight_gap(algo: Algorithm, expected: dict[str, dict[str, np.ndarray]
     compared on the keys the runner holds: env runners carry inference-only modules)."""
     mids = list(expected)
 
-    def read(runner: Any) -> dict[str, dict[str, np.ndarray]]:
+    def read(runner: EnvRunner) -> dict[str, dict[str, np.ndarray]]:
         if getattr(runner, "module", None) is None:  # a local runner without env or module
             return {}
         return {m: {k: np.asarray(v) for k, v in runner.module[m].get_state().items()} for m in mids}

@@ -13,9 +13,13 @@ The experiment builder adds :class:`EnvReportCallbacks` to every algorithm's cal
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ray.rllib.callbacks.callbacks import RLlibCallback
+
+if TYPE_CHECKING:
+    from ray.rllib.env.multi_agent_episode import MultiAgentEpisode
+    from ray.rllib.utils.metrics.metrics_logger import MetricsLogger
 
 ENV_METRIC_PREFIX = "env/"
 
@@ -46,7 +50,9 @@ class EnvReportCallbacks(RLlibCallback):
     """Logs each finished episode's env metrics under ``env/<name>`` and keeps the files of this
     process's best episode (see the module docstring)."""
 
-    def on_episode_end(self, *, episode: Any, metrics_logger: Any = None, **kwargs: Any) -> None:
+    def on_episode_end(
+        self, *, episode: MultiAgentEpisode, metrics_logger: MetricsLogger | None = None, **kwargs: Any
+    ) -> None:
         last_infos = episode.get_infos(-1)
         _keep_if_best(last_infos, float(episode.get_return()))
         if metrics_logger is None:

@@ -23,11 +23,14 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
 from orchestrl.algorithms.weight_sync import WeightSyncError, push_weights_to_env_runners, runner_weight_gap
+
+if TYPE_CHECKING:
+    from ray.rllib.algorithms import Algorithm
 
 Parts = Literal["auto", "actor", "all"]
 RL_MODULE_DIR = Path("learner_group") / "learner" / "rl_module"
@@ -131,7 +134,7 @@ def merge_state(
 
 
 def carry_modules(
-    algo: Any,
+    algo: Algorithm,
     checkpoint: str | Path,
     *,
     parts: Parts = "auto",

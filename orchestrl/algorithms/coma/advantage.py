@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -16,6 +16,9 @@ from orchestrl.algorithms.credit.advantage import (
     team_value_targets,
 )
 from orchestrl.algorithms.joint_columns import AGENT_INDEX
+
+if TYPE_CHECKING:
+    from ray.rllib.core.rl_module.rl_module import RLModule
 
 
 def coma_advantages(
@@ -104,7 +107,7 @@ class ComaAdvantage(CounterfactualAdvantage):
         self.fit_baseline_scale = fit_baseline_scale
 
     def module_advantages(
-        self, module: Any, module_batch: dict[str, Any], mask: np.ndarray
+        self, module: RLModule, module_batch: dict[str, Any], mask: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray, dict[str, float]]:
         lens = module.logit_lens
         actions = module_batch[Columns.ACTIONS]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -21,6 +21,11 @@ from ray.rllib.evaluation.postprocessing import Postprocessing
 from ray.rllib.utils.postprocessing.value_predictions import compute_value_targets
 
 from orchestrl.algorithms.joint_columns import AGENT_INDEX, TEAM_REWARD
+
+if TYPE_CHECKING:
+    from ray.rllib.core.rl_module.multi_rl_module import MultiRLModule
+    from ray.rllib.core.rl_module.rl_module import RLModule
+    from ray.rllib.utils.metrics.metrics_logger import MetricsLogger
 
 CREDIT_PREFIX = "credit/"
 
@@ -95,7 +100,7 @@ class CounterfactualAdvantage(ConnectorV2):
 
     @abc.abstractmethod
     def module_advantages(
-        self, module: Any, module_batch: dict[str, Any], mask: np.ndarray
+        self, module: RLModule, module_batch: dict[str, Any], mask: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray, dict[str, float]]:
         """Returns (advantages [B], value targets [B], extra credit stats) for one module's rows."""
 
@@ -105,7 +110,14 @@ class CounterfactualAdvantage(ConnectorV2):
     def set_state(self, state: dict) -> None:
         self.updates = int(state.get("updates", self.updates))
 
-    def __call__(self, *, rl_module: Any, batch: dict[str, Any], metrics: Any = None, **kwargs: Any) -> Any:
+    def __call__(
+        self,
+        *,
+        rl_module: MultiRLModule,
+        batch: dict[str, Any],
+        metrics: MetricsLogger | None = None,
+        **kwargs: Any,
+    ) -> Any:
         owner: dict[str, str] = {}
         mean_abs: dict[str, float] = {}
         for module_id, module_batch in batch.items():
@@ -154,7 +166,7 @@ class TeamGaeAdvantage(CounterfactualAdvantage):
     """
 
     def team_gae(
-        self, module: Any, module_batch: dict[str, Any], mask: np.ndarray
+        self, module: RLModule, module_batch: dict[str, Any], mask: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray]:
         """Returns (standardised GAE advantages, value targets)."""
         values = numpy(module.compute_values(module_batch)).astype(np.float32)
@@ -162,7 +174,7 @@ class TeamGaeAdvantage(CounterfactualAdvantage):
         return standardize(targets - values, mask), targets
 
     def module_advantages(
-        self, module: Any, module_batch: dict[str, Any], mask: np.ndarray
+        self, module: RLModule, module_batch: dict[str, Any], mask: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray, dict[str, float]]:
         advantages, targets = self.team_gae(module, module_batch, mask)
         return advantages, targets, {}

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from orchestrl.algorithms.credit.advantage import CREDIT_PREFIX, TeamGaeAdvantage, numpy
 from orchestrl.algorithms.joint_columns import AGENT_INDEX, CF_DELTA, CF_FAMILY
 from orchestrl.envs.counterfactual import EDIT_FAMILIES
+
+if TYPE_CHECKING:
+    from ray.rllib.core.rl_module.rl_module import RLModule
 
 
 def lemon_advantages(
@@ -42,7 +45,7 @@ class ReplayAdvantage(TeamGaeAdvantage):
         self.mix = mix
 
     def module_advantages(
-        self, module: Any, module_batch: dict[str, Any], mask: np.ndarray
+        self, module: RLModule, module_batch: dict[str, Any], mask: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray, dict[str, float]]:
         gae, targets = self.team_gae(module, module_batch, mask)
         delta = numpy(module_batch[CF_DELTA]).astype(np.float32)

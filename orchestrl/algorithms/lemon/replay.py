@@ -14,7 +14,7 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from ray.rllib.callbacks.callbacks import RLlibCallback
@@ -32,6 +32,11 @@ from orchestrl.envs.counterfactual import (
     NoCounterfactualAPIError,
     supports_counterfactual,
 )
+
+if TYPE_CHECKING:
+    from ray.rllib.core.rl_module.rl_module import RLModule
+    from ray.rllib.env.env_runner import EnvRunner
+    from ray.rllib.env.multi_agent_episode import MultiAgentEpisode
 
 CF_METRIC = "env/cf_"
 
@@ -127,7 +132,7 @@ def alternative_action(
 
 def replay_episode(
     env: CounterfactualEnv,
-    episode: Any,
+    episode: MultiAgentEpisode,
     sampler: FamilySampler,
     logit_lens: Mapping[str, Sequence[int]],
     rng: np.random.Generator,
@@ -184,7 +189,7 @@ class ReplayCallbacks(RLlibCallback):
         self.sampler: FamilySampler | None = None
         self.rng: np.random.Generator | None = None
 
-    def _setup(self, env_runner: Any) -> None:
+    def _setup(self, env_runner: EnvRunner) -> None:
         settings = credit_spec(env_runner.config).replay or {}
         seed = (env_runner.config.seed or 0) * 1000 + int(getattr(env_runner, "worker_index", 0) or 0)
         self.rng = np.random.default_rng(seed)
@@ -198,11 +203,11 @@ class ReplayCallbacks(RLlibCallback):
     def on_episode_end(
         self,
         *,
-        episode: Any,
-        env_runner: Any = None,
+        episode: MultiAgentEpisode,
+        env_runner: EnvRunner | None = None,
         env: Any = None,
         env_index: int = 0,
-        rl_module: Any = None,
+        rl_module: RLModule | None = None,
         metrics_logger: Any = None,
         **kwargs: Any,
     ) -> None:
