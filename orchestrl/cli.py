@@ -6,8 +6,9 @@ before Ray or MLflow starts.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -193,11 +194,29 @@ RunDirOpt = Annotated[
 ]
 
 
-def launch(resume: bool, parent: str | None, tracking_uri: str | None, address: str | None, verbose: bool):
-    """How ``sweep`` and ``curriculum`` launch their Tune experiments (their shared options)."""
+def run_tune_command(
+    command: str,
+    config: Path,
+    options: dict[str, Any],
+    load: Callable[..., Any],
+    run: Callable[..., Any],
+    text: Callable[[Any], str],
+    errors: tuple[type[Exception], ...],
+) -> None:
+    """What ``sweep`` and ``curriculum`` share: load and validate the YAML, run its Tune experiment,
+    print the summary; an interrupted run exits with 130 and says how to resume."""
     from orchestrl.tune.lifecycle import Launch
 
-    return Launch(resume, parent, tracking_uri, address, verbose, echo=typer.echo)
+    run_dir = options.pop("run_dir")
+    try:
+        summary = run(load(config, run_dir=run_dir), Launch(**options, echo=typer.echo))
+    except (ConfigError, *errors) as err:
+        fail(str(err))
+        return
+    typer.echo(text(summary))
+    if summary.interrupted:
+        typer.echo(f"resume with: orchestrl {command} {config} --resume")
+        raise typer.Exit(130)
 
 
 @app.command()
@@ -213,16 +232,9 @@ def sweep(
     """Run a hyperparameter sweep with Ray Tune: one MLflow parent run, a child run per trial."""
     from orchestrl.tune.sweep import SweepError, load_sweep, run_sweep, summary_text
 
-    try:
-        spec = load_sweep(config, run_dir=run_dir)
-        summary = run_sweep(spec, launch(resume, parent, tracking_uri, address, verbose))
-    except (ConfigError, SweepError) as err:
-        fail(str(err))
-        return
-    typer.echo(summary_text(summary))
-    if summary.interrupted:
-        typer.echo(f"resume with: orchestrl sweep {config} --resume")
-        raise typer.Exit(130)
+    options = {"resume": resume, "parent_run_id": parent, "run_dir": run_dir, "address": address}
+    options.update(tracking_uri=tracking_uri, verbose=verbose)
+    run_tune_command("sweep", config, options, load_sweep, run_sweep, summary_text, (SweepError,))
 
 
 @app.command()
@@ -239,16 +251,10 @@ def curriculum(
     from orchestrl.training.weight_carry import CarryError
     from orchestrl.tune.curriculum import CurriculumError, load_curriculum, run_curriculum, summary_text
 
-    try:
-        spec = load_curriculum(config, run_dir=run_dir)
-        summary = run_curriculum(spec, launch(resume, parent, tracking_uri, address, verbose))
-    except (ConfigError, CurriculumError, CarryError) as err:
-        fail(str(err))
-        return
-    typer.echo(summary_text(summary))
-    if summary.interrupted:
-        typer.echo(f"resume with: orchestrl curriculum {config} --resume")
-        raise typer.Exit(130)
+    options = {"resume": resume, "parent_run_id": parent, "run_dir": run_dir, "address": address}
+    options.update(tracking_uri=tracking_uri, verbose=verbose)
+    errors = (CurriculumError, CarryError)
+    run_tune_command("curriculum", config, options, load_curriculum, run_curriculum, summary_text, errors)
 
 
 @app.command()
