@@ -41,6 +41,7 @@ import socket
 import sys
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -133,12 +134,7 @@ def _supervise(sock: socket.socket, info_w: int, root: Path, request: dict[str, 
         if os.getppid() != zygote:
             raise SystemExit(1)
         why_not = confine.new_pid_namespace() if request["kernel"] else "isolation='process'"
-        alive_r, alive_w = os.pipe()
-        init = os.fork()
-        if init == 0:  # never returns
-            os.close(alive_w)
-            _namespace_init(sock, info_w, root, request, alive_r, why_not)
-        os.close(alive_r)
+        init = _fork_tied(lambda alive: _namespace_init(sock, info_w, root, request, alive, why_not))
         os.close(info_w)
         sock.close()
         os.waitpid(init, 0)
@@ -164,18 +160,10 @@ def _namespace_init(
     an init."""
     status = 1
     try:
-        confine.die_with_parent()
-        if select.select([parent_alive], [], [], 0)[0]:  # EOF: the supervisor died before that
-            raise SystemExit(1)
-        os.close(parent_alive)
+        _die_with_parent(parent_alive)
         if why_not is not None:
             confine.become_subreaper()  # no namespace: orphans of a dead worker's jobs come here
-        alive_r, alive_w = os.pipe()
-        worker = os.fork()
-        if worker == 0:  # never returns
-            os.close(alive_w)
-            _worker_entry(sock, info_w, root, request, alive_r, why_not)
-        os.close(alive_r)
+        worker = _fork_tied(lambda alive: _worker_entry(sock, info_w, root, request, alive, why_not))
         os.close(info_w)
         while True:
             pid, wait_status, usage = os.wait4(-1, 0)
@@ -191,6 +179,28 @@ def _namespace_init(
         status = 1
     finally:
         os._exit(status)
+
+
+def _fork_tied(child: Callable[[int], None]) -> int:
+    """Forks a process that runs ``child(parent_alive)`` and never returns; ``parent_alive`` is
+    the read end of a pipe whose write end only this process holds, so it reads EOF once this
+    process is gone (see :func:`_die_with_parent`)."""
+    alive_r, alive_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(alive_w)
+        child(alive_r)
+        os._exit(1)
+    os.close(alive_r)
+    return pid
+
+
+def _die_with_parent(parent_alive: int) -> None:
+    """SIGKILL on the parent's death from now on; exits if it died before this was set."""
+    confine.die_with_parent()
+    if select.select([parent_alive], [], [], 0)[0]:  # EOF: it is gone already
+        raise SystemExit(1)
+    os.close(parent_alive)
 
 
 def _reap(children: dict[int, Path], block: bool) -> None:
@@ -282,10 +292,7 @@ def _worker_entry(
         )
         if no_pid_namespace:
             caps.notes.append(no_pid_namespace)
-        confine.die_with_parent()  # after the uid switch, which clears it
-        if select.select([parent_alive], [], [], 0)[0]:  # EOF: its init died before that
-            raise SystemExit(1)
-        os.close(parent_alive)
+        _die_with_parent(parent_alive)  # after the uid switch, which clears it
         confine.become_subreaper()  # orphans of its jobs come back here to be killed
         violations: list[str] = []
         armed = [False]
