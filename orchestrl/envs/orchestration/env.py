@@ -37,7 +37,12 @@ from orchestrl.envs.orchestration.executor import Execution, Executor, NodeCache
 from orchestrl.envs.orchestration.expert import expert_actions
 from orchestrl.envs.orchestration.features import CLIP, Feedback, ObservationBuilder, feedback_kind
 from orchestrl.envs.orchestration.reward import RewardConfig, Score, Scorer
-from orchestrl.envs.orchestration.sandbox.pool import SandboxPool, acquire_shared_pool, release_shared_pool
+from orchestrl.envs.orchestration.sandbox.pool import (
+    SandboxPool,
+    acquire_shared_pool,
+    check_isolation,
+    release_shared_pool,
+)
 from orchestrl.envs.orchestration.spec import OrchestrationSpec, SpecError, parse_spec
 from orchestrl.envs.orchestration.tables import TargetIndex
 from orchestrl.envs.orchestration.tasks import HELDOUT_OFFSET, LEVELS, TASK_CACHE, Task, generate_task
@@ -73,6 +78,9 @@ class OrchestrationEnv(ParallelEnv):
     """The LEMON env (module docstring). Kwargs: ``level`` 1-4; ``rounds`` per episode;
     ``split`` ``"train"`` / ``"heldout"``; ``reward_schedule`` in [0, 1] (0 dense shaping, 1
     final-heavy; see :mod:`.reward`); ``sandbox_workers`` (minimum size of the process-wide pool);
+    ``sandbox_isolation`` (``auto``: all the confinement this process can get, which without root
+    is a tripwire, not a boundary; ``strict``: refuse to start without the PID and network
+    namespaces, chroot and uid of its own; see :mod:`.sandbox.pool`);
     ``job_cpu_s`` / ``job_wall_s`` (limits per execution); ``cache_mb`` (node cache size);
     ``layout_level`` (build observation and action spaces the size of that level's, with the extra
     entries masked, so one policy carries across a curriculum of levels); ``task_pool`` (draw
@@ -93,6 +101,7 @@ class OrchestrationEnv(ParallelEnv):
         split: str = "train",
         reward_schedule: float = 0.0,
         sandbox_workers: int = 1,
+        sandbox_isolation: str = "auto",
         job_cpu_s: float = 2.0,
         job_wall_s: float = 5.0,
         cache_mb: float = 64.0,
@@ -137,6 +146,10 @@ class OrchestrationEnv(ParallelEnv):
             a: self.layout.space() for a in self.possible_agents
         }
         self._sandbox_workers = int(sandbox_workers)
+        if sandbox_isolation not in ("auto", "strict"):
+            raise ValueError(f"sandbox_isolation must be 'auto' or 'strict', not {sandbox_isolation!r}")
+        check_isolation(sandbox_isolation)  # strict without root fails here, in one line
+        self._sandbox_isolation = sandbox_isolation
         self._pool: SandboxPool | None = None
         self._cache = NodeCache(cache_mb)
         self._job_limits = (float(job_cpu_s), float(job_wall_s))
@@ -341,7 +354,7 @@ class OrchestrationEnv(ParallelEnv):
     # ------------------------------------------------------------------------------ internals
     def _execution(self) -> Executor:
         if self._executor is None:
-            self._pool = acquire_shared_pool(self._sandbox_workers)
+            self._pool = acquire_shared_pool(self._sandbox_workers, self._sandbox_isolation)
             self._executor = Executor(self._pool, self._cache, *self._job_limits)
         return self._executor
 
