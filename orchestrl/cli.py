@@ -71,6 +71,7 @@ def train(
     verbose: VerboseOpt = False,
 ) -> None:
     """Train one experiment on Ray and record it as one MLflow run."""
+    from orchestrl.tracking.journal import TrackingUnavailable
     from orchestrl.training.train import ResumeError
     from orchestrl.training.train import train as run_training
 
@@ -91,7 +92,7 @@ def train(
             verbose=verbose,
             echo=lambda line: typer.echo(line),
         )
-    except (ResumeError, ConfigError) as err:
+    except (ResumeError, ConfigError, TrackingUnavailable) as err:
         fail(str(err))
         return
     typer.echo(summary_table(summary))
@@ -181,6 +182,15 @@ def _register_cluster_commands() -> None:
 _register_cluster_commands()
 
 
+def _register_tracking_commands() -> None:
+    from orchestrl.tracking.cli import tracking_app
+
+    app.add_typer(tracking_app, name="tracking")
+
+
+_register_tracking_commands()
+
+
 ResumeOpt = Annotated[
     bool,
     typer.Option("--resume", help="Continue the latest unfinished run of this file (same MLflow parent)."),
@@ -211,12 +221,13 @@ def sweep(
     verbose: VerboseOpt = False,
 ) -> None:
     """Run a hyperparameter sweep with Ray Tune: one MLflow parent run, a child run per trial."""
+    from orchestrl.tracking.journal import TrackingUnavailable
     from orchestrl.tune.sweep import SweepError, load_sweep, run_sweep, summary_text
 
     try:
         spec = load_sweep(config, run_dir=run_dir)
         summary = run_sweep(spec, launch(resume, parent, tracking_uri, address, verbose))
-    except (ConfigError, SweepError) as err:
+    except (ConfigError, SweepError, TrackingUnavailable) as err:
         fail(str(err))
         return
     typer.echo(summary_text(summary))
@@ -236,13 +247,14 @@ def curriculum(
     verbose: VerboseOpt = False,
 ) -> None:
     """Run curriculum stages in order, each starting from the previous stage's weights."""
+    from orchestrl.tracking.journal import TrackingUnavailable
     from orchestrl.training.weight_carry import CarryError
     from orchestrl.tune.curriculum import CurriculumError, load_curriculum, run_curriculum, summary_text
 
     try:
         spec = load_curriculum(config, run_dir=run_dir)
         summary = run_curriculum(spec, launch(resume, parent, tracking_uri, address, verbose))
-    except (ConfigError, CurriculumError, CarryError) as err:
+    except (ConfigError, CurriculumError, CarryError, TrackingUnavailable) as err:
         fail(str(err))
         return
     typer.echo(summary_text(summary))
