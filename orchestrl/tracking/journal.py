@@ -11,12 +11,13 @@ the server answers again, it sends the queue in order.
 
 A run created while writes are queued gets a provisional id (``<hex>-pending``). Later writes may
 name it: the replay swaps it, wherever it appears as a whole value, for the id the server gives.
-``state.json`` holds the cursor (the byte offset of the first unsent entry) and that id map, and
-is rewritten after every entry sent. So a journal reopened later (``orchestrl tracking flush
-RUN_DIR``) sends only what is left. A send that failed may still have reached the server (the
-connection broke after the request), so the store checks before it repeats one that is not
-idempotent: a metric batch already in the run's history is not logged again, and a run created
-under the same key (tag ``orchestrl.run_key``) is reused. Params, tags, statuses and artifacts
+The ``cursor`` file holds the byte offset of the first unsent entry, rewritten in place after
+every entry sent; ``state.json`` holds the id map and the server's URI. So a journal reopened
+later (``orchestrl tracking flush RUN_DIR``) sends only what is left. A send that failed may
+still have reached the server (the connection broke after the request), and is repeated: a run
+whose creation's answer was lost is found by its key (tag ``orchestrl.run_key``) instead of being
+created twice; a metric batch keeps its timestamps, and MLflow's SQL stores keep one row per
+(key, step, timestamp, value), so it is stored once; params, tags, statuses and artifacts
 overwrite themselves.
 
 The bound (``tracking.journal_mb``) caps the bytes of unsent entries plus artifact copies. At the
@@ -52,6 +53,7 @@ from orchestrl.tracking import names
 
 ENTRIES = "entries-{generation}.jsonl"
 STATE = "state.json"
+CURSOR = "cursor"
 LOCK = "lock"
 BLOBS = "blobs"
 PENDING_SUFFIX = "-pending"
@@ -60,6 +62,8 @@ RETRY_MAX_S = 5.0
 """Between retries while the server is down: 0.5 s doubling to at most 5 s."""
 ROTATE_BYTES = 1 << 20
 """When nothing is queued and the entries file has grown past this, the journal starts a new one."""
+UNTRANSLATED = ("run", "metrics")
+"""Entry fields that never hold another run's id: the id a ``create_run`` makes, metric values."""
 DROPPABLE = "metrics"
 """At the bound, an entry with this key is dropped (see the module docstring)."""
 
@@ -165,14 +169,16 @@ class Journal:
         self._stop = threading.Event()
         self._lock_fh: Any = None
         self._file: Any = None
+        self._cursor_fd: int | None = None
         self.closed = False
 
     # -- opening -----------------------------------------------------------------------------------
     @classmethod
-    def create(cls, run_dir: Path, uri: str, send: Send, *, max_bytes: int, echo: Echo) -> Journal:
-        """A new session folder under ``run_dir`` (made on the first write)."""
+    def create(cls, root: Path, uri: str, send: Send, *, max_bytes: int, echo: Echo) -> Journal:
+        """A new session folder under ``root`` (a run dir's ``tracking_journal``; made on the
+        first write)."""
         stamp = time.strftime("%Y%m%d-%H%M%S")
-        folder = journal_root(run_dir) / f"{stamp}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
+        folder = root / f"{stamp}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
         return cls(folder, uri, send, max_bytes=max_bytes, echo=echo)
 
     @classmethod
@@ -182,7 +188,8 @@ class Journal:
         state = json.loads((folder / STATE).read_text())
         journal = cls(folder, state["uri"], max_bytes=state["max_bytes"], echo=echo, retry=False)
         journal._acquire()
-        journal._generation, journal._cursor = state["generation"], state["cursor"]
+        cursor = (folder / CURSOR).read_text().split() if (folder / CURSOR).is_file() else ["0", "0"]
+        journal._generation, journal._cursor = int(cursor[0]), int(cursor[1])
         journal.tally.ids = dict(state.get("ids", {}))
         journal.tally.dropped = int(state.get("dropped", 0))
         journal._load()
@@ -217,6 +224,7 @@ class Journal:
         self._file = path.open("r+b" if path.is_file() else "wb")
         self._file.truncate(offset)
         self._file.seek(offset)
+        self._cursor_fd = os.open(self.folder / CURSOR, os.O_RDWR | os.O_CREAT, 0o644)
 
     def _entries_path(self) -> Path:
         return self.folder / ENTRIES.format(generation=self._generation)
@@ -227,6 +235,8 @@ class Journal:
             return
         self._acquire()
         self._file = self._entries_path().open("wb")
+        self._cursor_fd = os.open(self.folder / CURSOR, os.O_RDWR | os.O_CREAT, 0o644)
+        self._save_cursor()
         self._save_state()
 
     # -- writing -----------------------------------------------------------------------------------
@@ -268,7 +278,7 @@ class Journal:
         if not self._warned_full:
             self._warned_full = True
             self.echo(
-                f"tracking: journal {self.folder} is at its bound ({self.max_bytes / 2**20:.0f} MiB): "
+                f"tracking: journal {self.folder} is at its bound ({self.max_bytes / 2**20:g} MiB): "
                 "metrics are dropped until the server is back (metrics.csv / result.json keep them)"
             )
 
@@ -331,7 +341,7 @@ class Journal:
         write that is not idempotent). A provisional id without a real one here means the server
         refused to create that run."""
         entry = item.entry
-        out = {k: v if k == "run" else self._translate(v, LookupError) for k, v in entry.items()}
+        out = {k: v if k in UNTRANSLATED else self._translate(v, LookupError) for k, v in entry.items()}
         if "path" in entry and self._blob(entry).is_dir():
             out["path"] = str(self._blob(entry) / Path(entry["path"]).name)
         if item.in_doubt:
@@ -362,27 +372,34 @@ class Journal:
             run = item.entry.get("run")
             if is_provisional(run) and isinstance(result, str):
                 self.tally.ids[run] = result
-            shutil.rmtree(self._blob(item.entry), ignore_errors=True)
+                self._save_state()
+            if "path" in item.entry:
+                shutil.rmtree(self._blob(item.entry), ignore_errors=True)
             if not self._queue and self._offset > ROTATE_BYTES:
                 self._rotate()
             else:
-                self._save_state()
+                self._save_cursor()
 
     def _rotate(self) -> None:
-        """Nothing is queued: continue in a fresh entries file (the state switches atomically)."""
+        """Nothing is queued: continue in a fresh entries file (the cursor switches to it in one
+        write)."""
         old = self._entries_path()
         self._file.close()
         self._generation += 1
         self._offset = self._cursor = 0
         self._file = self._entries_path().open("wb")
-        self._save_state()
+        self._save_cursor()
         old.unlink(missing_ok=True)
+
+    def _save_cursor(self) -> None:
+        """The entries file's generation and the cursor, in one fixed-size write in place (a
+        rename per entry sent cost ~0.1 ms more)."""
+        assert self._cursor_fd is not None
+        os.pwrite(self._cursor_fd, f"{self._generation:010d} {self._cursor:020d}\n".encode(), 0)
 
     def _save_state(self) -> None:
         state = {
             "uri": self.uri,
-            "generation": self._generation,
-            "cursor": self._cursor,
             "ids": self.tally.ids,
             "dropped": self.tally.dropped,
             "max_bytes": self.max_bytes,
@@ -458,6 +475,8 @@ class Journal:
         if self._queue and self.retry:
             self._drain()
         self._file.close()
+        if self._cursor_fd is not None:
+            os.close(self._cursor_fd)
         if self._queue and self.retry:
             self.echo(
                 f"tracking: {self.uri} did not come back: {self.pending} writes wait in {self.folder}; "
@@ -484,14 +503,15 @@ _OPEN: dict[tuple[Path, str], Journal] = {}
 _OPEN_LOCK = threading.Lock()
 
 
-def shared_journal(run_dir: Path, uri: str, send: Send, *, max_bytes: int, echo: Echo) -> Journal:
-    """The process's open journal for ``run_dir`` and ``uri`` (made if there is none), so that a
-    driver's stores (a sweep's parent run and its trial logger) write one ordered queue."""
-    key = (journal_root(run_dir), uri)
+def shared_journal(root: Path, uri: str, send: Send, *, max_bytes: int, echo: Echo) -> Journal:
+    """The process's open journal under ``root`` (a run dir's ``tracking_journal``) for ``uri``,
+    made if there is none, so that a driver's stores (a sweep's parent run and its trial logger)
+    write one ordered queue."""
+    key = (root, uri)
     with _OPEN_LOCK:
         journal = _OPEN.get(key)
         if journal is None or journal.closed:
-            journal = _OPEN[key] = Journal.create(run_dir, uri, send, max_bytes=max_bytes, echo=echo)
+            journal = _OPEN[key] = Journal.create(root, uri, send, max_bytes=max_bytes, echo=echo)
         return journal
 
 

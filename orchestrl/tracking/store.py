@@ -24,6 +24,7 @@ from orchestrl.tracking.journal import (
     TrackingUnavailable,
     close_shared,
     is_provisional,
+    journal_root,
     provisional_id,
     shared_journal,
     stderr_echo,
@@ -169,9 +170,10 @@ class RunStore:
         echo: Echo = stderr_echo,
     ) -> None:
         self.uri = uri
-        self.run_dir = Path(run_dir) if run_dir is not None and is_remote(uri) else None
+        self.journal_root = journal_root(run_dir) if run_dir is not None and is_remote(uri) else None
         self.journal_mb = journal_mb
         self.echo = echo
+        self._journal: Journal | None = None
         if is_remote(uri):
             for key, value in HTTP_DEFAULTS.items():
                 os.environ.setdefault(key, value)
@@ -179,11 +181,18 @@ class RunStore:
 
     @property
     def journal(self) -> Journal | None:
-        if self.run_dir is None:
+        """The run dir's open journal (shared with the process's other stores on it), or None."""
+        if self.journal_root is None:
             return None
-        return shared_journal(
-            self.run_dir, self.uri, self.apply, max_bytes=int(self.journal_mb * 2**20), echo=self.echo
-        )
+        if self._journal is None or self._journal.closed:
+            self._journal = shared_journal(
+                self.journal_root,
+                self.uri,
+                self.apply,
+                max_bytes=int(self.journal_mb * 2**20),
+                echo=self.echo,
+            )
+        return self._journal
 
     def say(self, line: str) -> None:
         """A one-line notice, where the run's tracking messages go (its journal's echo)."""
@@ -199,8 +208,8 @@ class RunStore:
     def close(self) -> None:
         """Ends the run dir's journal session: one last try to send what waits, else a line saying
         where it is and the command that uploads it."""
-        if self.run_dir is not None:
-            close_shared(self.journal)
+        if self._journal is not None:
+            close_shared(self._journal)
 
     # -- experiments and runs ----------------------------------------------------------------------
     def experiment(self, name: str, run_dir: Path) -> str:
@@ -358,11 +367,10 @@ class RunStore:
             return run_id
         run_id = entry["run_id"]
         if op == "log":
-            logged = entry.get("in_doubt") and self._logged(entry)
+            # a batch sent twice is stored once: it keeps its timestamp, and MLflow's SQL stores
+            # keep one row per (key, step, timestamp, value)
             metrics = [
-                Metric(k, v, entry["time"], entry["step"])
-                for k, v in entry.get("metrics", {}).items()
-                if not logged
+                Metric(k, v, entry["time"], entry["step"]) for k, v in entry.get("metrics", {}).items()
             ]
             params = [Param(k, v) for k, v in entry.get("params", {}).items()]
             tags = [RunTag(k, v) for k, v in entry.get("tags", {}).items()]
@@ -392,14 +400,6 @@ class RunStore:
             [entry["experiment_id"]], f"tags.`{names.TAG_RUN_KEY}` = '{entry['run']}'", max_results=1
         )
         return found[0].info.run_id if found else None
-
-    def _logged(self, entry: Mapping[str, Any]) -> bool:
-        """Whether an in-doubt metric batch reached the run before its answer was lost."""
-        metrics = entry.get("metrics") or {}
-        if not metrics:
-            return False
-        history = self.client.get_metric_history(entry["run_id"], next(iter(metrics)))
-        return any(m.step == entry["step"] and m.timestamp == entry["time"] for m in history)
 
     def _read(self, call: Callable[[], T]) -> T:
         from mlflow.exceptions import MlflowException

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import shutil
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -91,9 +91,7 @@ def test_at_the_bound_metrics_are_dropped_and_the_run_tree_is_kept(tmp_path: Pat
     assert len(metric_history(mlflow, real)["x"]) == len(kept)
 
 
-def test_a_flush_cut_after_a_send_whose_answer_was_lost_sends_the_rest_once(
-    tmp_path: Path, sqlite: RunStore
-) -> None:
+def test_sends_whose_answers_were_lost_are_not_applied_twice(tmp_path: Path, sqlite: RunStore) -> None:
     run_dir = tmp_path / "runs"
     with RunStore(dead_server(), run_dir, echo=lambda _: None) as store:
         run = store.create_run("0", "cut", {})
@@ -101,25 +99,31 @@ def test_a_flush_cut_after_a_send_whose_answer_was_lost_sends_the_rest_once(
             store.log_metrics(run, {"x": float(step)}, step)
         store.set_terminated(run, "FINISHED")
     (folder,) = sessions(run_dir)
-    sent: list[dict[str, Any]] = []
 
-    def breaks_after_the_sixth(entry: dict[str, Any]) -> str | None:
-        result = sqlite.apply(entry)  # the server applies it...
-        sent.append(entry)
-        if len(sent) == 6:  # ...but the connection breaks before the answer comes back
-            raise TrackingUnavailable("connection lost after the request")
-        return result
+    def answer_lost_at(n: int) -> Callable[[dict[str, Any]], str | None]:
+        """Sends through the store, but the n-th send's connection breaks after the request:
+        the store applied it, the journal never hears so."""
+        sent: list[dict[str, Any]] = []
 
-    journal = Journal.reopen(folder, echo=lambda _: None)
-    journal.send = breaks_after_the_sixth
-    assert not journal.drain() and journal.pending == 7  # the 6th is in doubt, so still queued
-    journal.close()
+        def send(entry: dict[str, Any]) -> str | None:
+            result = sqlite.apply(entry)
+            sent.append(entry)
+            if len(sent) == n:
+                raise TrackingUnavailable("connection lost after the request")
+            return result
 
+        return send
+
+    for lost in (1, 6):  # the run's creation, then the metric batch of step 5
+        journal = Journal.reopen(folder, echo=lambda _: None)
+        journal.send = answer_lost_at(lost)
+        assert not journal.drain()
+        journal.close()
     (report,) = flush_run_dir(run_dir, tracking_uri=sqlite.uri)
-    assert report.left == 0 and sum(report.sent.values()) == 7
-    real = sent[1]["run_id"]
-    assert steps(sqlite.metric_history(real), "x") == list(range(1, 11))  # step 5 once, not twice
-    assert sqlite.run(real).status == "FINISHED"
+    assert report.left == 0 and sum(report.sent.values()) == 7  # steps 5-10 and the status
+    (created,) = sqlite.client.search_runs(["0"], "attributes.run_name = 'cut'")  # one run, not two
+    assert steps(sqlite.metric_history(created.info.run_id), "x") == list(range(1, 11))
+    assert created.info.status == "FINISHED"
 
 
 # -- a real server, stopped and started again --------------------------------------------------------
