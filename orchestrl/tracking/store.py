@@ -3,7 +3,9 @@
 The embedded default is a SQLite store with artifacts beside it, both under the run dir, so a
 laptop needs no server; ``--tracking-uri`` / ``MLFLOW_TRACKING_URI`` point at a shared one.
 :class:`RunStore` holds the handful of operations orchestrl performs on runs (create, log, tag,
-find, finish), so no module outside ``orchestrl.tracking`` imports MLflow.
+find, finish), so no module outside ``orchestrl.tracking`` imports MLflow. Against a server, its
+writes go through the run dir's journal (:mod:`orchestrl.tracking.journal`), so a run outlives a
+server outage; every write is one entry that :meth:`RunStore.apply` sends.
 """
 
 from __future__ import annotations
