@@ -13,7 +13,9 @@ resumed sweep keeps one MLflow tree: a trial that restarts from its checkpoint a
 
 With ``run_dir`` and a remote server, its writes join the driver's journal (see
 :mod:`orchestrl.tracking.journal`), so trials go on through a server outage: a trial that starts
-during one gets a provisional run id. Reads that the server must answer degrade with a one-line
+during one gets a provisional run id. A trial this driver has not seen before is looked up by
+its id first; during an outage that lookup cannot be made, so a trial of a sweep resumed while the
+server is down gets a second child run. Reads that the server must answer degrade with a one-line
 warning: a trial that ends during an outage gets no learning_curve.png, and the parent's
 ``trials_done`` / ``best/<metric>`` are counted from the trials this driver saw finish.
 
@@ -133,7 +135,7 @@ class TrialRunLogger(Callback):
                 max_results=1,
             )
         except TrackingUnavailable:
-            found = []  # a trial seen first during an outage: a new run (a resumed one: see the docs)
+            found = []  # a trial first seen during an outage gets a new run (module docstring)
         if found:
             run_id = found[0].run_id
             self._logged[tid] = int(found[0].tags.get(names.TAG_ITERATION, "0"))
