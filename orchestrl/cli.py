@@ -72,6 +72,7 @@ def train(
     verbose: VerboseOpt = False,
 ) -> None:
     """Train one experiment on Ray and record it as one MLflow run."""
+    from orchestrl.tracking.journal import TrackingUnavailable
     from orchestrl.training.train import ResumeError
     from orchestrl.training.train import train as run_training
 
@@ -92,7 +93,7 @@ def train(
             verbose=verbose,
             echo=lambda line: typer.echo(line),
         )
-    except (ResumeError, ConfigError) as err:
+    except (ResumeError, ConfigError, TrackingUnavailable) as err:
         fail(str(err))
         return
     typer.echo(summary_table(summary))
@@ -182,6 +183,15 @@ def _register_cluster_commands() -> None:
 _register_cluster_commands()
 
 
+def _register_tracking_commands() -> None:
+    from orchestrl.tracking.cli import tracking_app
+
+    app.add_typer(tracking_app, name="tracking")
+
+
+_register_tracking_commands()
+
+
 ResumeOpt = Annotated[
     bool,
     typer.Option("--resume", help="Continue the latest unfinished run of this file (same MLflow parent)."),
@@ -230,11 +240,13 @@ def sweep(
     verbose: VerboseOpt = False,
 ) -> None:
     """Run a hyperparameter sweep with Ray Tune: one MLflow parent run, a child run per trial."""
+    from orchestrl.tracking.journal import TrackingUnavailable
     from orchestrl.tune.sweep import SweepError, load_sweep, run_sweep, summary_text
 
     options = {"resume": resume, "parent_run_id": parent, "run_dir": run_dir, "address": address}
     options.update(tracking_uri=tracking_uri, verbose=verbose)
-    run_tune_command("sweep", config, options, load_sweep, run_sweep, summary_text, (SweepError,))
+    errors = (SweepError, TrackingUnavailable)
+    run_tune_command("sweep", config, options, load_sweep, run_sweep, summary_text, errors)
 
 
 @app.command()
@@ -248,12 +260,13 @@ def curriculum(
     verbose: VerboseOpt = False,
 ) -> None:
     """Run curriculum stages in order, each starting from the previous stage's weights."""
+    from orchestrl.tracking.journal import TrackingUnavailable
     from orchestrl.training.weight_carry import CarryError
     from orchestrl.tune.curriculum import CurriculumError, load_curriculum, run_curriculum, summary_text
 
     options = {"resume": resume, "parent_run_id": parent, "run_dir": run_dir, "address": address}
     options.update(tracking_uri=tracking_uri, verbose=verbose)
-    errors = (CurriculumError, CarryError)
+    errors = (CurriculumError, CarryError, TrackingUnavailable)
     run_tune_command("curriculum", config, options, load_curriculum, run_curriculum, summary_text, errors)
 
 

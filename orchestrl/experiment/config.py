@@ -100,6 +100,9 @@ class TrackingSection(_Section):
     """MLflow experiment name; None: the experiment's name."""
     checkpoint_every: int = Field(10, ge=0)
     log_artifacts: bool = True
+    journal_mb: float = Field(256, gt=0)
+    """Bound of the run dir's journal of writes a remote tracking server has not taken yet (what
+    happens at the bound: ``orchestrl.tracking.journal``)."""
 
 
 class StopSection(_Section):

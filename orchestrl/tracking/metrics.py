@@ -96,6 +96,16 @@ def append_metrics_csv(path: Path, iteration: int, metrics: Mapping[str, float])
         writer.writerows([iteration, k, v] for k, v in metrics.items())
 
 
+def read_metrics_csv(path: Path) -> dict[str, list[tuple[int, float]]]:
+    """A run folder's metrics.csv as ``name -> [(iteration, value), ...]`` (empty if absent)."""
+    history: dict[str, list[tuple[int, float]]] = {}
+    if path.is_file():
+        with path.open(newline="") as fh:
+            for row in csv.DictReader(fh):
+                history.setdefault(row["metric"], []).append((int(row["iteration"]), float(row["value"])))
+    return history
+
+
 def write_credit_table(rows: Sequence[Mapping[str, Any]], path: Path) -> Path:
     """Writes a credit table (``orchestrl.algorithms.credit.table``) as CSV: columns module, agent,
     then every stat seen, sorted."""

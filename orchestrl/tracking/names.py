@@ -17,6 +17,9 @@ TAG_CHECKPOINT = "orchestrl.checkpoint"
 """The run's latest (for a parent: its best or final) algorithm checkpoint on disk."""
 TAG_ITERATION = "orchestrl.iteration"
 """The last training iteration logged (a resumed run continues after it)."""
+TAG_RUN_KEY = "orchestrl.run_key"
+"""A run created through the tracking journal: its journal key, by which a replay finds it again
+when the server's answer to its creation was lost."""
 TAG_CONFIG = "orchestrl.config_path"
 """The resolved experiment YAML the run trained (``--resume`` rebuilds the run from it)."""
 
@@ -81,5 +84,8 @@ LEARNING_CURVE = "learning_curve.png"
 CREDIT_TABLE = "credit_table.csv"
 ARTIFACTS_DIR = "artifacts"
 """The run folder's env artifacts (LEMON's best spec, the credit table), logged under ``env/``."""
+JOURNAL_DIR = "tracking_journal"
+"""In a run dir: the journal of tracking writes a remote server has not taken yet (see
+``orchestrl.tracking.journal``)."""
 BEST_EPISODE_DIR = "best_episode"
 """Inside a trial checkpoint: the files of the best episode so far (e.g. LEMON's spec.yaml)."""

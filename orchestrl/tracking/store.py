@@ -3,7 +3,9 @@
 The embedded default is a SQLite store with artifacts beside it, both under the run dir, so a
 laptop needs no server; ``--tracking-uri`` / ``MLFLOW_TRACKING_URI`` point at a shared one.
 :class:`RunStore` holds the handful of operations orchestrl performs on runs (create, log, tag,
-find, finish), so no module outside ``orchestrl.tracking`` imports MLflow.
+find, finish), so no module outside ``orchestrl.tracking`` imports MLflow. Against a server, its
+writes go through the run dir's journal (:mod:`orchestrl.tracking.journal`), so a run outlives a
+server outage; every write is one entry that :meth:`RunStore.apply` sends.
 """
 
 from __future__ import annotations
@@ -12,12 +14,23 @@ import contextlib
 import os
 import subprocess
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from orchestrl.tracking import names
+from orchestrl.tracking.journal import (
+    Echo,
+    Journal,
+    TrackingUnavailable,
+    close_shared,
+    is_provisional,
+    journal_root,
+    provisional_id,
+    shared_journal,
+    stderr_echo,
+)
 
 if TYPE_CHECKING:
     from mlflow.tracking import MlflowClient
@@ -25,7 +38,8 @@ if TYPE_CHECKING:
 PARAM_LIMIT = 6000
 """MLflow's longest param value (longer values are cut)."""
 BATCH = 100
-"""Params per ``log_batch`` call (MLflow's limit)."""
+"""Params (or tags) per ``log_batch`` call (MLflow's limit)."""
+T = TypeVar("T")
 
 
 class UnknownRunError(LookupError):
@@ -108,21 +122,105 @@ class RunOutcome:
     status: str = "FAILED"
 
 
-class RunStore:
-    """orchestrl's operations on an MLflow tracking store (module docstring)."""
+HTTP_DEFAULTS = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "0", "MLFLOW_HTTP_REQUEST_TIMEOUT": "10"}
+"""MLflow's HTTP settings for a remote server unless the environment sets them. MLflow's own
+defaults (7 retries with backoff, a 120 s timeout) stall a write for minutes when the server is
+gone; here a refused connection fails in milliseconds, a silent network in 10 s (once per outage),
+and the journal does the retrying."""
 
-    def __init__(self, uri: str) -> None:
+
+def is_remote(uri: str) -> bool:
+    return uri.startswith(("http://", "https://"))
+
+
+def is_outage(err: BaseException) -> bool:
+    """Whether an MLflow error means the server cannot be reached (as opposed to refusing the
+    request): a failed connection, a timeout, or a 5xx/429 answer after retries (a restarting
+    server or its proxy)."""
+    import requests
+
+    unreachable = (
+        requests.exceptions.ConnectionError | requests.exceptions.Timeout | requests.exceptions.RetryError
+    )
+    seen: set[int] = set()
+    cause: BaseException | None = err
+    while cause is not None and id(cause) not in seen:
+        seen.add(id(cause))
+        if isinstance(cause, requests.exceptions.HTTPError) and cause.response is not None:
+            return cause.response.status_code >= 500
+        if isinstance(cause, unreachable | ConnectionError | TimeoutError):
+            return True
+        cause = cause.__cause__ or cause.__context__
+    return False
+
+
+class RunStore:
+    """orchestrl's operations on an MLflow tracking store (module docstring).
+
+    With ``run_dir`` and a remote (``http(s)://``) server, writes go through the run dir's
+    :class:`~orchestrl.tracking.journal.Journal`, which keeps them through a server outage; reads
+    raise :class:`~orchestrl.tracking.journal.TrackingUnavailable` while it lasts. The embedded
+    SQLite store is a local file, so its writes go straight to it.
+    """
+
+    def __init__(
+        self,
+        uri: str,
+        run_dir: Path | None = None,
+        *,
+        journal_mb: float = 256,
+        echo: Echo = stderr_echo,
+    ) -> None:
         self.uri = uri
+        self.journal_root = journal_root(run_dir) if run_dir is not None and is_remote(uri) else None
+        self.journal_mb = journal_mb
+        self.echo = echo
+        self._journal: Journal | None = None
+        if is_remote(uri):
+            for key, value in HTTP_DEFAULTS.items():
+                os.environ.setdefault(key, value)
         self.client = client(uri)
+
+    @property
+    def journal(self) -> Journal | None:
+        """The run dir's open journal (shared with the process's other stores on it), or None."""
+        if self.journal_root is None:
+            return None
+        if self._journal is None or self._journal.closed:
+            self._journal = shared_journal(
+                self.journal_root,
+                self.uri,
+                self.apply,
+                max_bytes=int(self.journal_mb * 2**20),
+                echo=self.echo,
+            )
+        return self._journal
+
+    def say(self, line: str) -> None:
+        """A one-line notice, where the run's tracking messages go (its journal's echo)."""
+        journal = self.journal
+        (journal.echo if journal is not None else self.echo)(line)
+
+    def __enter__(self) -> RunStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Ends the run dir's journal session: one last try to send what waits, else a line saying
+        where it is and the command that uploads it."""
+        if self._journal is not None:
+            close_shared(self._journal)
 
     # -- experiments and runs ----------------------------------------------------------------------
     def experiment(self, name: str, run_dir: Path) -> str:
         """Gets or creates an experiment; embedded stores keep artifacts under the run dir."""
-        found = self.client.get_experiment_by_name(name)
+        found = self._read(lambda: self.client.get_experiment_by_name(name))
         if found is not None:
             return found.experiment_id
         location = artifact_root(run_dir) if self.uri.startswith("sqlite:") else None
-        return self.client.create_experiment(name, artifact_location=location)
+        return self._read(lambda: self.client.create_experiment(name, artifact_location=location))
 
     def create_run(
         self,
@@ -132,18 +230,30 @@ class RunStore:
         params: Mapping[str, Any] | None = None,
         parent_run_id: str | None = None,
     ) -> str:
+        """A new run; while the server is unreachable, a provisional id that later writes may use."""
         tags = {**tags, **({names.TAG_PARENT: parent_run_id} if parent_run_id else {})}
-        run_id = self.client.create_run(experiment_id, run_name=name, tags=dict(tags)).info.run_id
-        if params:
-            self.log_params(run_id, params)
-        return run_id
+        journal = self.journal
+        entry = {
+            "op": "create_run",
+            "run": provisional_id() if journal else None,
+            "experiment_id": experiment_id,
+            "name": name,
+            "tags": {k: str(v) for k, v in tags.items()},
+            "params": _params(params or {}),
+            "time": _now_ms(),
+        }
+        if journal is None:
+            return self.apply(entry) or ""
+        journal.submit(entry)
+        run = entry["run"]
+        return journal.tally.ids.get(run, run)
 
     def run(self, run_id: str) -> RunInfo:
         """The run ``run_id``; raises :class:`UnknownRunError` when the store has none."""
         from mlflow.exceptions import MlflowException
 
         try:
-            run = self.client.get_run(run_id)
+            run = self._read(lambda: self.client.get_run(self._real(run_id)))
         except MlflowException:
             raise UnknownRunError(run_id) from None
         return _info(run)
@@ -158,7 +268,7 @@ class RunStore:
         max_results: int | None = None,
     ) -> list[RunInfo]:
         """Runs of an experiment whose tags have these values (and, if given, this status)."""
-        clauses = [f"tags.`{key}` = '{value}'" for key, value in tags.items()]
+        clauses = [f"tags.`{key}` = '{self._real(value)}'" for key, value in tags.items()]
         if status:
             clauses.append(f"status = '{status}'")
         kwargs: dict[str, Any] = {"filter_string": " and ".join(clauses)}
@@ -166,14 +276,14 @@ class RunStore:
             kwargs["order_by"] = ["attributes.start_time DESC"]
         if max_results:
             kwargs["max_results"] = max_results
-        return [_info(r) for r in self.client.search_runs([experiment_id], **kwargs)]
+        return [_info(r) for r in self._read(lambda: self.client.search_runs([experiment_id], **kwargs))]
 
     def reopen(self, run_id: str) -> None:
         """Marks a run RUNNING again (a resumed run keeps logging into it)."""
-        self.client.update_run(run_id, status="RUNNING")
+        self._write({"op": "status", "run_id": run_id, "status": "RUNNING", "time": _now_ms()})
 
     def set_terminated(self, run_id: str, status: str) -> None:
-        self.client.set_terminated(run_id, status=status)
+        self._write({"op": "status", "run_id": run_id, "status": status, "time": _now_ms()})
 
     @contextlib.contextmanager
     def terminated_as(self, run_id: str) -> Iterator[RunOutcome]:
@@ -190,37 +300,137 @@ class RunStore:
 
     # -- logging -----------------------------------------------------------------------------------
     def log_params(self, run_id: str, params: Mapping[str, Any]) -> None:
-        from mlflow.entities import Param
-
-        entities = [Param(k, str(v)[:PARAM_LIMIT]) for k, v in params.items()]
-        for i in range(0, len(entities), BATCH):
-            self.client.log_batch(run_id, params=entities[i : i + BATCH])
+        self._write({"op": "log", "run_id": run_id, "params": _params(params)})
 
     def log_metrics(
         self, run_id: str, metrics: Mapping[str, float], step: int, tags: Mapping[str, str] | None = None
     ) -> None:
         """One batch: every metric at ``step`` (and the tags, set in the same call)."""
-        from mlflow.entities import Metric, RunTag
-
-        now = int(time.time() * 1000)
-        self.client.log_batch(
-            run_id,
-            metrics=[Metric(k, float(v), now, step) for k, v in metrics.items()],
-            tags=[RunTag(k, str(v)) for k, v in (tags or {}).items()],
-        )
+        entry: dict[str, Any] = {
+            "op": "log",
+            "run_id": run_id,
+            "metrics": {k: float(v) for k, v in metrics.items()},
+            "step": step,
+            "time": _now_ms(),
+        }
+        if tags:
+            entry["tags"] = {k: str(v) for k, v in tags.items()}
+        self._write(entry)
 
     def set_tags(self, run_id: str, tags: Mapping[str, str]) -> None:
-        for key, value in tags.items():
-            self.client.set_tag(run_id, key, str(value))
+        self._write({"op": "log", "run_id": run_id, "tags": {k: str(v) for k, v in tags.items()}})
 
     def metric_history(self, run_id: str) -> dict[str, list[tuple[int, float]]]:
-        return metric_history(self.client, run_id)
+        return self._read(lambda: metric_history(self.client, self._real(run_id)))
 
     def log_artifact(self, run_id: str, path: str | Path, artifact_path: str | None = None) -> None:
-        self.client.log_artifact(run_id, str(path), artifact_path=artifact_path)
+        entry = {"op": "artifact", "run_id": run_id, "path": str(path), "artifact_path": artifact_path}
+        self._write(entry, copy=Path(path))
 
     def log_artifacts(self, run_id: str, folder: str | Path, artifact_path: str | None = None) -> None:
-        self.client.log_artifacts(run_id, str(folder), artifact_path=artifact_path)
+        entry = {"op": "artifacts", "run_id": run_id, "path": str(folder), "artifact_path": artifact_path}
+        self._write(entry, copy=Path(folder))
+
+    # -- the one place writes reach MLflow ----------------------------------------------------------
+    def _write(self, entry: dict[str, Any], copy: Path | None = None) -> None:
+        journal = self.journal
+        if journal is None:
+            self.apply(entry)
+        else:
+            journal.submit(entry, copy=copy)
+
+    def apply(self, entry: Mapping[str, Any]) -> str | None:
+        """Sends one write (a journal entry, run ids already real) to the store; returns the id of
+        a run it creates. Raises :class:`TrackingUnavailable` when the server cannot be reached."""
+        from mlflow.exceptions import MlflowException
+
+        try:
+            return self._apply(entry)
+        except (MlflowException, OSError) as err:
+            if is_outage(err):
+                raise TrackingUnavailable(f"{self.uri} unreachable: {_first_line(err)}") from err
+            raise
+
+    def _apply(self, entry: Mapping[str, Any]) -> str | None:
+        from mlflow.entities import Metric, Param, RunTag
+
+        op = entry["op"]
+        if op == "create_run":
+            tags = {**entry["tags"], **({names.TAG_RUN_KEY: entry["run"]} if entry["run"] else {})}
+            found = self._created(entry) if entry.get("in_doubt") else None
+            run_id = (
+                found
+                or self.client.create_run(
+                    entry["experiment_id"], start_time=entry["time"], tags=tags, run_name=entry["name"]
+                ).info.run_id
+            )
+            if entry["params"]:
+                self._apply({"op": "log", "run_id": run_id, "params": entry["params"]})
+            return run_id
+        run_id = entry["run_id"]
+        if op == "log":
+            # a batch sent twice is stored once: it keeps its timestamp, and MLflow's SQL stores
+            # keep one row per (key, step, timestamp, value)
+            metrics = [
+                Metric(k, v, entry["time"], entry["step"]) for k, v in entry.get("metrics", {}).items()
+            ]
+            params = [Param(k, v) for k, v in entry.get("params", {}).items()]
+            tags = [RunTag(k, v) for k, v in entry.get("tags", {}).items()]
+            # params and tags 100 a call (MLflow's limit), the metrics with the first call
+            for i in range(0, max(len(params), len(tags), 1 if metrics else 0), BATCH):
+                self.client.log_batch(
+                    run_id,
+                    metrics=metrics if i == 0 else [],
+                    params=params[i : i + BATCH],
+                    tags=tags[i : i + BATCH],
+                )
+        elif op == "status" and entry["status"] == "RUNNING":
+            self.client.update_run(run_id, status="RUNNING")
+        elif op == "status":
+            self.client.set_terminated(run_id, status=entry["status"], end_time=entry["time"])
+        elif op == "artifact":
+            self.client.log_artifact(run_id, entry["path"], artifact_path=entry["artifact_path"])
+        elif op == "artifacts":
+            self.client.log_artifacts(run_id, entry["path"], artifact_path=entry["artifact_path"])
+        else:
+            raise ValueError(f"unknown tracking write {op!r}")
+        return None
+
+    def _created(self, entry: Mapping[str, Any]) -> str | None:
+        """The run an in-doubt ``create_run`` made before its answer was lost, if any."""
+        found = self.client.search_runs(
+            [entry["experiment_id"]], f"tags.`{names.TAG_RUN_KEY}` = '{entry['run']}'", max_results=1
+        )
+        return found[0].info.run_id if found else None
+
+    def _read(self, call: Callable[[], T]) -> T:
+        from mlflow.exceptions import MlflowException
+
+        journal = self.journal
+        if journal is not None:
+            journal.settle()
+        try:
+            return call()
+        except MlflowException as err:
+            if is_outage(err):
+                raise TrackingUnavailable(f"{self.uri} unreachable: {_first_line(err)}") from err
+            raise
+
+    def _real(self, run_id: str) -> str:
+        journal = self.journal
+        return journal.resolve(run_id) if journal is not None and is_provisional(run_id) else run_id
+
+
+def _params(params: Mapping[str, Any]) -> dict[str, str]:
+    return {k: str(v)[:PARAM_LIMIT] for k, v in params.items()}
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def _first_line(err: BaseException) -> str:
+    return str(err).strip().splitlines()[0][:200] if str(err).strip() else type(err).__name__
 
 
 def _info(run: Any) -> RunInfo:

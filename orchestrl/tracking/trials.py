@@ -11,6 +11,14 @@ config into its experiment (``orchestrl.tune.search_space.resolve_trial_config``
 run is found again by its Tune trial id (tag ``orchestrl.trial_id`` under the same parent), so a
 resumed sweep keeps one MLflow tree: a trial that restarts from its checkpoint appends to its own run.
 
+With ``run_dir`` and a remote server, its writes join the driver's journal (see
+:mod:`orchestrl.tracking.journal`), so trials go on through a server outage: a trial that starts
+during one gets a provisional run id. A trial this driver has not seen before is looked up by
+its id first; during an outage that lookup cannot be made, so a trial of a sweep resumed while the
+server is down gets a second child run. Reads that the server must answer degrade with a one-line
+warning: a trial that ends during an outage gets no learning_curve.png, and the parent's
+``trials_done`` / ``best/<metric>`` are counted from the trials this driver saw finish.
+
 A trial's results are held back until Tune has saved the checkpoint that covers them (with the
 sweep's default ``checkpoint_every: 1`` that is one save later), then logged. An interrupted
 trial resumes from its last checkpoint and trains the iterations after it again. Those
@@ -32,6 +40,7 @@ from ray.tune.result import AUTO_RESULT_KEYS, DONE
 
 from orchestrl.experiment.config import ExperimentConfig
 from orchestrl.tracking import names
+from orchestrl.tracking.journal import TrackingUnavailable
 from orchestrl.tracking.metrics import plot_learning_curve
 from orchestrl.tracking.store import RunStore, run_tags
 
@@ -74,8 +83,10 @@ class TrialRunLogger(Callback):
         hparams: tuple[str, ...] = (),
         metric: str | None = None,
         mode: str = "max",
+        run_dir: str | None = None,
     ) -> None:
         self.tracking_uri = tracking_uri
+        self.run_dir = run_dir
         self.experiment_id = experiment_id
         self.parent_run_id = parent_run_id
         self.resolve = resolve
@@ -89,19 +100,27 @@ class TrialRunLogger(Callback):
         self._logged: dict[str, int] = {}
         self._pending: dict[str, list[tuple[int, dict[str, float], dict[str, str]]]] = {}
         self._store: RunStore | None = None
+        self._done: list[float | None] = []
+        """The parent's finished trials as last counted (their final metric values)."""
 
     def __getstate__(self) -> dict[str, Any]:
         # Tune pickles its run config (with this callback) into the experiment folder, to be
         # restored on resume: keep ids and settings, not the client.
         state = dict(self.__dict__)
-        state.update(_store=None, _runs={}, _logged={}, _pending={})
+        state.update(_store=None, _runs={}, _logged={}, _pending={}, _done=[])
         return state
 
     @property
     def store(self) -> RunStore:
         if self._store is None:
-            self._store = RunStore(self.tracking_uri)
+            run_dir = Path(self.run_dir) if self.run_dir else None
+            self._store = RunStore(self.tracking_uri, run_dir)
         return self._store
+
+    @property
+    def run_ids(self) -> dict[str, str]:
+        """Trial id -> its child run id (provisional while the server has not taken it)."""
+        return dict(self._runs)
 
     # -- runs ------------------------------------------------------------------------------------
     def run_id(self, trial: Trial) -> str:
@@ -109,9 +128,14 @@ class TrialRunLogger(Callback):
         tid = trial.trial_id
         if tid in self._runs:
             return self._runs[tid]
-        found = self.store.find_runs(
-            self.experiment_id, {names.TAG_TRIAL: tid, names.TAG_PARENT: self.parent_run_id}, max_results=1
-        )
+        try:
+            found = self.store.find_runs(
+                self.experiment_id,
+                {names.TAG_TRIAL: tid, names.TAG_PARENT: self.parent_run_id},
+                max_results=1,
+            )
+        except TrackingUnavailable:
+            found = []  # a trial first seen during an outage gets a new run (module docstring)
         if found:
             run_id = found[0].run_id
             self._logged[tid] = int(found[0].tags.get(names.TAG_ITERATION, "0"))
@@ -171,16 +195,24 @@ class TrialRunLogger(Callback):
         finally:
             self.store.set_terminated(run_id, "FINISHED")
         if self.metric:
-            self._update_parent()
+            self._update_parent(trial)
 
-    def _update_parent(self) -> None:
+    def _update_parent(self, trial: Trial) -> None:
         """``trials_done`` and ``best/<metric>`` on the parent, from the finished child runs (so
-        the count stays right across a resume)."""
-        children = self.store.find_runs(
-            self.experiment_id, {names.TAG_PARENT: self.parent_run_id}, status="FINISHED"
-        )
-        values = [r.metrics[self.metric] for r in children if self.metric in r.metrics]
-        done = len(children)
+        the count stays right across a resume), or, while the server cannot answer, from the
+        last count and this trial."""
+        assert self.metric is not None
+        try:
+            children = self.store.find_runs(
+                self.experiment_id, {names.TAG_PARENT: self.parent_run_id}, status="FINISHED"
+            )
+            self._done = [r.metrics.get(self.metric) for r in children]
+        except TrackingUnavailable:
+            self.store.say("warning: tracking server unreachable: trials_done counts this driver's trials")
+            value = (trial.last_result or {}).get(self.metric)
+            self._done.append(float(value) if isinstance(value, int | float) else None)
+        values = [v for v in self._done if v is not None]
+        done = len(self._done)
         metrics = {"trials_done": float(done)}
         if values:
             metrics[f"best/{self.metric}"] = float(max(values) if self.mode == "max" else min(values))
@@ -208,11 +240,14 @@ class TrialRunLogger(Callback):
         here.mkdir(parents=True, exist_ok=True)
         (here / names.CONFIG_FILE).write_text(cfg.to_yaml())
         self.store.set_tags(run_id, {names.TAG_CONFIG: str(here / names.CONFIG_FILE)})
-        plot_learning_curve(
-            self.store.metric_history(run_id),
-            here / names.LEARNING_CURVE,
-            title=f"{cfg.name} ({cfg.algorithm.name}) {trial.trial_id}",
-        )
+        try:
+            plot_learning_curve(
+                self.store.metric_history(run_id),
+                here / names.LEARNING_CURVE,
+                title=f"{cfg.name} ({cfg.algorithm.name}) {trial.trial_id}",
+            )
+        except TrackingUnavailable:
+            self.store.say(f"warning: tracking server unreachable: no learning curve for {trial.trial_id}")
         for name in (names.CONFIG_FILE, names.LEARNING_CURVE):
             if (here / name).exists():
                 self.store.log_artifact(run_id, here / name)

@@ -19,11 +19,13 @@ from typing import TYPE_CHECKING, Any
 from orchestrl.algorithms.credit.table import CREDIT_TABLE_KEY
 from orchestrl.experiment.config import ExperimentConfig, load_config
 from orchestrl.tracking import names
+from orchestrl.tracking.journal import TrackingUnavailable
 from orchestrl.tracking.metrics import (
     append_metrics_csv,
     curate,
     evaluation_metrics,
     plot_learning_curve,
+    read_metrics_csv,
     write_credit_table,
 )
 from orchestrl.tracking.store import RunStore, UnknownRunError, resolve_tracking_uri, run_tags
@@ -78,30 +80,31 @@ def train(
     run_dir = Path(cfg.run_dir)
     quiet_environment(run_dir)
     silence_noise(verbose)
-    store = RunStore(resolve_tracking_uri(run_dir, tracking_uri or cfg.tracking.uri))
+    uri = resolve_tracking_uri(run_dir, tracking_uri or cfg.tracking.uri)
+    # closing the store says where writes wait if the tracking server never came back
+    with RunStore(uri, run_dir, journal_mb=cfg.tracking.journal_mb, echo=echo) as store:
+        start_iter, checkpoint = 0, None
+        if resume:
+            cfg, start_iter, checkpoint = _resumable(store, resume)
+            run_id = resume
+            store.reopen(run_id)
+        else:
+            exp_id = store.experiment(cfg.tracking.experiment or cfg.name, run_dir)
+            tags = {**run_tags(names.KIND_TRAIN), **(extra_tags or {})}
+            run_id = store.create_run(exp_id, cfg.name, tags, cfg.flat_params(), parent_run_id=parent_run_id)
+        if stop_iters is not None:
+            cfg.stop.iterations = stop_iters
+        here = run_path(cfg, run_id)
+        here.mkdir(parents=True, exist_ok=True)
+        (here / names.CONFIG_FILE).write_text(cfg.to_yaml())
+        store.set_tags(run_id, {names.TAG_CONFIG: str(here / names.CONFIG_FILE)})
 
-    start_iter, checkpoint = 0, None
-    if resume:
-        cfg, start_iter, checkpoint = _resumable(store, resume)
-        run_id = resume
-        store.reopen(run_id)
-    else:
-        exp_id = store.experiment(cfg.tracking.experiment or cfg.name, run_dir)
-        tags = {**run_tags(names.KIND_TRAIN), **(extra_tags or {})}
-        run_id = store.create_run(exp_id, cfg.name, tags, cfg.flat_params(), parent_run_id=parent_run_id)
-    if stop_iters is not None:
-        cfg.stop.iterations = stop_iters
-    here = run_path(cfg, run_id)
-    here.mkdir(parents=True, exist_ok=True)
-    (here / names.CONFIG_FILE).write_text(cfg.to_yaml())
-    store.set_tags(run_id, {names.TAG_CONFIG: str(here / names.CONFIG_FILE)})
-
-    with store.terminated_as(run_id) as outcome:
-        with ray_session(cfg.resources, run_dir, address=address, verbose=verbose):
-            summary = _train_loop(cfg, store, run_id, here, start_iter, checkpoint, echo)
-        summary.tracking_uri = store.uri
-        outcome.status = "FINISHED"
-        return summary
+        with store.terminated_as(run_id) as outcome:
+            with ray_session(cfg.resources, run_dir, address=address, verbose=verbose):
+                summary = _train_loop(cfg, store, run_id, here, start_iter, checkpoint, echo)
+            summary.tracking_uri = store.uri
+            outcome.status = "FINISHED"
+            return summary
 
 
 def _train_loop(
@@ -158,7 +161,7 @@ def _train_loop(
             store.log_metrics(run_id, evaluation, iteration)
     finally:
         algo.stop()
-    _log_artifacts(cfg, store, run_id, here, checkpoint)
+    _log_artifacts(cfg, store, run_id, here, checkpoint, echo)
     return TrainSummary(
         run_id=run_id,
         experiment=cfg.tracking.experiment or cfg.name,
@@ -241,13 +244,16 @@ def _resumable(store: RunStore, run_id: str) -> tuple[ExperimentConfig, int, str
 
 
 def _log_artifacts(
-    cfg: ExperimentConfig, store: RunStore, run_id: str, here: Path, checkpoint: str | None
+    cfg: ExperimentConfig, store: RunStore, run_id: str, here: Path, checkpoint: str | None, echo: Echo
 ) -> None:
     if not cfg.tracking.log_artifacts:
         return
-    plot_learning_curve(
-        store.metric_history(run_id), here / names.LEARNING_CURVE, title=f"{cfg.name} ({cfg.algorithm.name})"
-    )
+    try:
+        history = store.metric_history(run_id)
+    except TrackingUnavailable:
+        echo(f"warning: tracking server unreachable: the learning curve is drawn from {names.METRICS_CSV}")
+        history = read_metrics_csv(here / names.METRICS_CSV)
+    plot_learning_curve(history, here / names.LEARNING_CURVE, title=f"{cfg.name} ({cfg.algorithm.name})")
     for name in (names.CONFIG_FILE, names.LEARNING_CURVE, names.METRICS_CSV):
         if (here / name).exists():
             store.log_artifact(run_id, here / name)

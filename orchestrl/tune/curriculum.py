@@ -33,12 +33,13 @@ import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field, model_validator
 
 from orchestrl.experiment.config import ConfigError, ExperimentConfig, read_yaml, validate_config
 from orchestrl.tracking import names
+from orchestrl.tracking.journal import TrackingUnavailable
 from orchestrl.tracking.store import RunInfo, RunStore
 from orchestrl.tune.lifecycle import (
     DEFAULT_LAUNCH,
@@ -53,6 +54,9 @@ from orchestrl.tune.lifecycle import (
     validate_spec,
 )
 from orchestrl.tune.search_space import check_metric, check_override, load_base
+
+if TYPE_CHECKING:
+    from ray.tune import Callback
 
 PLACEHOLDER = re.compile(r"\$\{([^}]*)\}")
 PREVIOUS_KEYS = ("checkpoint", "run_id")
@@ -215,8 +219,14 @@ class CurriculumSummary:
         return self.stages[-1].checkpoint if self.stages else None
 
 
-def run_curriculum(curriculum: Curriculum, launch: Launch = DEFAULT_LAUNCH) -> CurriculumSummary:
-    """Runs the stages in order (with ``launch.resume``: skipping those an earlier run finished)."""
+def run_curriculum(
+    curriculum: Curriculum, launch: Launch = DEFAULT_LAUNCH, callbacks: tuple[Callback, ...] = ()
+) -> CurriculumSummary:
+    """Runs the stages in order (with ``launch.resume``: skipping those an earlier run finished).
+
+    ``callbacks`` are extra Tune callbacks for every stage (tests use one to stop the tracking
+    server mid-stage).
+    """
     params = _parent_params(curriculum)
     with parent_run(
         curriculum, launch, kind=names.KIND_CURRICULUM, params=params, error=CurriculumError
@@ -224,7 +234,7 @@ def run_curriculum(curriculum: Curriculum, launch: Launch = DEFAULT_LAUNCH) -> C
         summary = CurriculumSummary(
             curriculum.spec.name, parent.run_id, curriculum.experiment, parent.store.uri, parent.tune_path
         )
-        _run_stages(curriculum, parent, summary, launch.echo)
+        _run_stages(curriculum, parent, summary, launch.echo, callbacks)
         parent.outcome.status = "KILLED" if summary.interrupted else "FINISHED"
         if summary.checkpoint and not summary.interrupted:
             parent.store.set_tags(parent.run_id, {names.TAG_CHECKPOINT: summary.checkpoint})
@@ -248,7 +258,13 @@ def _parent_params(curriculum: Curriculum) -> dict[str, Any]:
     return params
 
 
-def _run_stages(curriculum: Curriculum, parent: ParentRun, summary: CurriculumSummary, echo: Echo) -> None:
+def _run_stages(
+    curriculum: Curriculum,
+    parent: ParentRun,
+    summary: CurriculumSummary,
+    echo: Echo,
+    callbacks: tuple[Callback, ...],
+) -> None:
     stage_tag = names.stage_tag
     parent_tags = parent.info.tags if parent.info else {}
     previous: dict[str, str] | None = None
@@ -271,7 +287,7 @@ def _run_stages(curriculum: Curriculum, parent: ParentRun, summary: CurriculumSu
             )
             echo(f"stage {i + 1}/{total} {stage.name}: done in the earlier run ({finished})")
             continue
-        result = _run_stage(curriculum, parent, summary, i, stage, previous, done_iters, echo)
+        result = _run_stage(curriculum, parent, summary, i, stage, previous, done_iters, echo, callbacks)
         if result is None:
             summary.interrupted = True
             return
@@ -295,6 +311,7 @@ def _run_stage(
     previous: dict[str, str] | None,
     done_iters: int,
     echo: Echo,
+    callbacks: tuple[Callback, ...],
 ) -> StageSummary | None:
     """One stage as a one-trial Tune experiment; None when it was interrupted."""
     from ray import tune
@@ -326,6 +343,7 @@ def _run_stage(
     reporter = StageReporter(
         spec.name, stage.name, i, len(spec.stages), config["promotion"], _budget(stage_cfg)
     )
+    logger = None
     with classic_tune_output():
         if restoring:
             echo(f"stage {i + 1}/{len(spec.stages)} {stage.name}: resuming its Tune experiment")
@@ -345,6 +363,7 @@ def _run_stage(
                     names.TAG_STAGE: stage.name,
                     names.TAG_STAGE_INDEX: str(i),
                 },
+                run_dir=str(curriculum.run_dir),
             )
             tuner = tune.Tuner(
                 ExperimentTrainable,
@@ -353,7 +372,7 @@ def _run_stage(
                 run_config=tune.RunConfig(
                     name=name,
                     storage_path=summary.tune_path,
-                    callbacks=[logger],
+                    callbacks=[logger, *callbacks],
                     progress_reporter=reporter,
                     verbose=1,
                     checkpoint_config=tune.CheckpointConfig(
@@ -371,9 +390,13 @@ def _run_stage(
     metrics = result.metrics or {}
     if not metrics.get("done") or result.checkpoint is None:
         return None
-    run = _stage_run(
-        parent.store, parent.experiment_id, summary.parent_run_id, str(metrics.get("trial_id", ""))
-    )
+    trial_id = str(metrics.get("trial_id", ""))
+    try:
+        run = _stage_run(parent.store, parent.experiment_id, summary.parent_run_id, trial_id)
+        run_id = run.run_id if run else None
+    except TrackingUnavailable:
+        echo(f"warning: tracking server unreachable: stage {stage.name}'s carry report is in its run's tags")
+        run, run_id = None, logger.run_ids.get(trial_id) if logger else None
     carry = []
     if run is not None and names.TAG_CARRY in run.tags:
         from orchestrl.training.weight_carry import CarryReport
@@ -390,7 +413,7 @@ def _run_stage(
     return StageSummary(
         index=i,
         name=stage.name,
-        run_id=run.run_id if run else None,
+        run_id=run_id,
         iterations=int(metrics.get("training_iteration", 0)),
         promoted_by=how,
         value=float(value),

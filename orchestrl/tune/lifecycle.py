@@ -143,28 +143,30 @@ def parent_run(
     run_dir, echo = run.run_dir, launch.echo
     quiet_environment(run_dir)
     silence_noise(launch.verbose)
-    store = RunStore(resolve_tracking_uri(run_dir, launch.tracking_uri or run.cfg.tracking.uri))
-    exp_id = store.experiment(run.experiment, run_dir)
-    label = f"{kind} {run.spec.name}"
-    info = None
-    if launch.resume:
-        info = _find_parent(store, exp_id, run, kind, launch.parent_run_id, error)
-        why = resumable(info)
-        if why:
-            raise error(f"--resume: {why}")
-        parent_id, tune_path = info.run_id, info.tags[names.TAG_TUNE_PATH]
-        store.reopen(parent_id)
-        echo(f"resuming {label}: parent run {parent_id}, {tune_path}")
-    else:
-        tags = {**run_tags(kind), names.TAG_SPEC_NAME: run.spec.name}
-        parent_id = store.create_run(exp_id, run.spec.name, tags, params)
-        store.log_artifact(parent_id, run.path)
-        tune_path = str(run_dir / "tune" / f"{run.spec.name}-{parent_id[:8]}")
-        store.set_tags(parent_id, {names.TAG_TUNE_PATH: tune_path})
-        echo(f"{label}: parent run {parent_id}, Tune storage {tune_path}")
-    with store.terminated_as(parent_id) as outcome:
-        with ray_session(run.cfg.resources, run_dir, address=launch.address, verbose=launch.verbose):
-            yield ParentRun(store, exp_id, parent_id, tune_path, launch.resume, outcome, info)
+    uri = resolve_tracking_uri(run_dir, launch.tracking_uri or run.cfg.tracking.uri)
+    # closing the store says where writes wait if the tracking server never came back
+    with RunStore(uri, run_dir, journal_mb=run.cfg.tracking.journal_mb, echo=echo) as store:
+        exp_id = store.experiment(run.experiment, run_dir)
+        label = f"{kind} {run.spec.name}"
+        info = None
+        if launch.resume:
+            info = _find_parent(store, exp_id, run, kind, launch.parent_run_id, error)
+            why = resumable(info)
+            if why:
+                raise error(f"--resume: {why}")
+            parent_id, tune_path = info.run_id, info.tags[names.TAG_TUNE_PATH]
+            store.reopen(parent_id)
+            echo(f"resuming {label}: parent run {parent_id}, {tune_path}")
+        else:
+            tags = {**run_tags(kind), names.TAG_SPEC_NAME: run.spec.name}
+            parent_id = store.create_run(exp_id, run.spec.name, tags, params)
+            store.log_artifact(parent_id, run.path)
+            tune_path = str(run_dir / "tune" / f"{run.spec.name}-{parent_id[:8]}")
+            store.set_tags(parent_id, {names.TAG_TUNE_PATH: tune_path})
+            echo(f"{label}: parent run {parent_id}, Tune storage {tune_path}")
+        with store.terminated_as(parent_id) as outcome:
+            with ray_session(run.cfg.resources, run_dir, address=launch.address, verbose=launch.verbose):
+                yield ParentRun(store, exp_id, parent_id, tune_path, launch.resume, outcome, info)
 
 
 def _find_parent(

@@ -26,6 +26,7 @@ stay PENDING forever.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -34,9 +35,11 @@ from pydantic import Field
 
 from orchestrl.experiment.config import ConfigError, ExperimentConfig, read_yaml
 from orchestrl.tracking import names
+from orchestrl.tracking.journal import TrackingUnavailable
 from orchestrl.tracking.store import RunInfo, RunStore
 from orchestrl.tune.lifecycle import (
     DEFAULT_LAUNCH,
+    Echo,
     Launch,
     SpecModel,
     TuneRun,
@@ -228,6 +231,7 @@ def _fit(
             f"{sweep.path}: trial_resources: a trial needs {need:g} CPUs but the cluster has {cpus:g}; "
             "use env_runners: 0 (vectorised envs in the trial) or cpus_per_env_runner: 0"
         )
+    logger = None
     with classic_tune_output():
         if launch.resume:
             tuner = tune.Tuner.restore(
@@ -245,6 +249,7 @@ def _fit(
                 hparams=tuple(sweep.dims) if spec.scheduler.name == "pbt" else (),
                 metric=spec.metric,
                 mode=spec.mode,
+                run_dir=str(sweep.run_dir),
             )
             tuner = tune.Tuner(
                 ExperimentTrainable,
@@ -277,7 +282,8 @@ def _fit(
                 ),
             )
         grid = tuner.fit()
-    return _summarise(sweep, store, exp_id, parent_run_id, tune_path, grid)
+    known = logger.run_ids if logger else {}
+    return _summarise(sweep, store, exp_id, parent_run_id, tune_path, grid, known, launch.echo)
 
 
 def _resource_probes(sweep: Sweep) -> list[dict[str, Any]]:
@@ -333,23 +339,44 @@ def _scheduler(sweep: Sweep) -> Any:
 
 
 def _summarise(
-    sweep: Sweep, store: RunStore, exp_id: str, parent_run_id: str, tune_path: str, grid: ResultGrid
+    sweep: Sweep,
+    store: RunStore,
+    exp_id: str,
+    parent_run_id: str,
+    tune_path: str,
+    grid: ResultGrid,
+    known: dict[str, str],
+    echo: Echo,
 ) -> SweepSummary:
+    """The trials as the tracking store records them, or, while it cannot answer, as Tune does
+    (``known``: the child run ids this driver made)."""
     spec = sweep.spec
-    children = {
-        r.tags.get(names.TAG_TRIAL): r for r in store.find_runs(exp_id, {names.TAG_PARENT: parent_run_id})
-    }
+    try:
+        runs = store.find_runs(exp_id, {names.TAG_PARENT: parent_run_id})
+        children: dict[str | None, RunInfo] | None = {r.tags.get(names.TAG_TRIAL): r for r in runs}
+    except TrackingUnavailable:
+        echo("warning: tracking server unreachable: trial statuses are Tune's")
+        children = None
     trials = []
+    checkpoints: dict[str, str] = {}
     for result in grid:
         metrics = result.metrics or {}
         tid = str(metrics.get("trial_id") or Path(result.path).name)
-        run = children.get(tid)
+        run = children.get(tid) if children is not None else None
         value = metrics.get(spec.metric)
+        if run is not None:
+            status = run.status
+        elif children is None:  # Tune's view; an unfinished trial's run is marked KILLED below
+            status = "FINISHED" if metrics.get("done") else "ERROR" if result.error else "RUNNING"
+        else:
+            status = "ERROR" if result.error else "UNKNOWN"
+        if result.checkpoint is not None:
+            checkpoints[tid] = str(Path(result.checkpoint.path) / "algorithm")
         trials.append(
             TrialSummary(
                 trial_id=tid,
-                run_id=run.run_id if run else None,
-                status=run.status if run else ("ERROR" if result.error else "UNKNOWN"),
+                run_id=run.run_id if run else known.get(tid),
+                status=status,
                 iterations=int(metrics.get("training_iteration", 0)),
                 value=float(value) if isinstance(value, int | float) else math.nan,
                 params={k: result.config.get(k) for k in sweep.dims} if result.config else {},
@@ -376,7 +403,12 @@ def _summarise(
     if scored and not interrupted:
         best = (max if spec.mode == "max" else min)(scored, key=lambda t: t.value)
         summary.best = best
-        _record_best(store, parent_run_id, best, children.get(best.trial_id), summary, spec.metric)
+        run = children.get(best.trial_id) if children is not None else None
+        if run is not None:
+            tags = run.tags
+        else:  # the tracking store cannot say: Tune's checkpoint
+            tags = {names.TAG_CHECKPOINT: checkpoints.get(best.trial_id, "")}
+        _record_best(store, parent_run_id, best, tags, summary, spec.metric)
     return summary
 
 
@@ -384,18 +416,17 @@ def _record_best(
     store: RunStore,
     parent_run_id: str,
     best: TrialSummary,
-    run: RunInfo | None,
+    tags: Mapping[str, str],
     summary: SweepSummary,
     metric: str,
 ) -> None:
-    """The best trial's config and checkpoint, on the parent run."""
+    """The best trial's run, config and checkpoint (``tags``: its child run's), on the parent run."""
     store.set_tags(parent_run_id, {names.TAG_BEST_TRIAL: best.trial_id})
     store.log_metrics(parent_run_id, {f"best/{metric}": best.value}, len(summary.trials))
-    if run is None:
-        return
-    store.set_tags(parent_run_id, {names.TAG_BEST_RUN: run.run_id})
-    checkpoint = run.tags.get(names.TAG_CHECKPOINT)
-    config_path = run.tags.get(names.TAG_CONFIG)
+    if best.run_id:
+        store.set_tags(parent_run_id, {names.TAG_BEST_RUN: best.run_id})
+    checkpoint = tags.get(names.TAG_CHECKPOINT)
+    config_path = tags.get(names.TAG_CONFIG)
     if checkpoint and Path(checkpoint).is_dir():
         summary.best_checkpoint = checkpoint
         store.set_tags(parent_run_id, {names.TAG_CHECKPOINT: checkpoint})
