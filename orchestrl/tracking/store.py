@@ -122,7 +122,8 @@ class RunStore:
         if found is not None:
             return found.experiment_id
         location = artifact_root(run_dir) if self.uri.startswith("sqlite:") else None
-        return self.client.create_experiment(name, artifact_location=location)
+        kind = {names.TAG_EXPERIMENT_KIND: names.EXPERIMENT_KIND_TRAINING}  # the UI opens on runs
+        return self.client.create_experiment(name, artifact_location=location, tags=kind)
 
     def create_run(
         self,
