@@ -87,9 +87,16 @@ def log_policy_model(store: RunStore, run_id: str, policy_dir: str | Path) -> st
         f"ray[rllib]=={ray.__version__}",
         f"torch=={torch.__version__}",
     ]
+    run = store.client.get_run(run_id)
+    # Created here, in the run's experiment: left to Model.log, a model logged outside an active
+    # run goes to the default experiment, its files under ./mlruns of whatever the working dir is.
+    model = store.client.create_logged_model(
+        run.info.experiment_id, name=MODEL_NAME, source_run_id=run_id, params=dict(run.data.params)
+    )
     with tracking_uri(store.uri):
         info = mlflow.models.Model.log(
             artifact_path=None,
+            model_id=model.model_id,
             name=MODEL_NAME,
             flavor=mlflow.pyfunc,
             python_model=str(Path(__file__).with_name("model_code.py")),  # models from code: no pickle

@@ -31,6 +31,9 @@ def test_the_logged_policy_model_loads_and_acts_on_an_env_observation(runs: dict
     exported = os.environ.get("MLFLOW_TRACKING_URI")
     uri = log_policy_model(store, run_id, policy.save(checkpoint.parent.parent / names.POLICY_DIR))
     assert store.run(run_id).tags[names.TAG_MODEL] == uri
+    logged = store.client.get_logged_model(uri.removeprefix("models:/"))
+    assert logged.experiment_id == store.client.get_run(run_id).info.experiment_id
+    assert logged.artifact_location.startswith((runs["run_dir"] / "mlartifacts").as_uri())  # not ./mlruns
     assert os.environ.get("MLFLOW_TRACKING_URI") == exported  # MLflow's global URI put back
 
     env = ppo.env(ppo.env_config)
