@@ -182,7 +182,7 @@ def main() -> None:
                 mismatches = sum(a != e for a, e in zip(answers, expected, strict=True))
                 latencies, errors, wall, cpu = load(port, bodies, args.clients, requests)
             finally:
-                serve.stop()
+                serve.stop(keep_serve=True)  # the local Ray ends right after
         result = {
             "endpoint": "POST /act",
             "team": what,

@@ -7,7 +7,9 @@ the culprit and exits with 2, before Ray or Serve starts.
 
 from __future__ import annotations
 
+import os
 import signal
+import socket
 import threading
 from pathlib import Path
 from typing import Annotated, NoReturn
@@ -43,6 +45,16 @@ TrackingOpt = Annotated[
 def fail(message: str, code: int = 2) -> NoReturn:
     typer.echo(f"error: {message}", err=True)
     raise typer.Exit(code)
+
+
+def port_free(host: str, port: int) -> bool:
+    """Whether this machine can listen on ``host:port`` (where a local Serve's proxy will)."""
+    with socket.socket() as probe:
+        try:
+            probe.bind((host, port))
+        except OSError:
+            return False
+    return True
 
 
 def parse_seeds(values: list[str]) -> list[int]:
@@ -121,10 +133,13 @@ def serve_command(
     except (TeamError, ConfigError) as err:
         fail(str(err))
     cfg = team.config
+    if not (address or os.environ.get("RAY_ADDRESS")) and not port_free(host, port):
+        fail(f"--port {port}: {host}:{port} is already in use")
     served = serve.ServedTeam(policy, str(team.checkpoint), get_env(cfg.env.name).family, cfg.to_dict())
     stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
     with ray_session(cfg.resources, Path(run_dir or cfg.run_dir), address=address, verbose=verbose):
+        for signum in (signal.SIGINT, signal.SIGTERM):  # after Ray's own handlers are installed
+            signal.signal(signum, lambda *_: stop.set())
         try:
             url = serve.start(served, host=host, port=port, replicas=replicas, verbose=verbose)
             typer.echo(f"serving {team.checkpoint}")
@@ -135,10 +150,8 @@ def serve_command(
             typer.echo("Ctrl-C stops it")
             while not stop.wait(0.5):
                 pass
-        except KeyboardInterrupt:
-            pass
         finally:
-            serve.stop()
+            serve.stop(keep_serve=True)  # a local Ray ends with the session; a cluster keeps its Serve
     typer.echo("stopped")
 
 

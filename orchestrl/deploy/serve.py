@@ -184,8 +184,11 @@ def start(
     return f"http://{host}:{port}"
 
 
-def stop() -> None:
-    """Removes the application and Serve's controller and proxies."""
+def stop(*, keep_serve: bool = False) -> None:
+    """Removes the application, and Serve's controller and HTTP proxies unless ``keep_serve``
+    (a cluster's Serve may hold other applications; a local Ray's ends with its session anyway)."""
     from ray import serve
 
-    serve.shutdown()
+    serve.delete(APP_NAME)
+    if not keep_serve:
+        serve.shutdown()

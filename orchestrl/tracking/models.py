@@ -87,6 +87,7 @@ def log_policy_model(store: RunStore, run_id: str, policy_dir: str | Path) -> st
         f"ray[rllib]=={ray.__version__}",
         f"torch=={torch.__version__}",
     ]
+    os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")  # Model.log reads files back
     run = store.client.get_run(run_id)
     # Created here, in the run's experiment: left to Model.log, a model logged outside an active
     # run goes to the default experiment, its files under ./mlruns of whatever the working dir is.

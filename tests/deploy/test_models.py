@@ -8,7 +8,7 @@ from typing import Any
 
 import mlflow
 import pandas as pd
-from conftest import tiny
+from deploy_helpers import tiny
 from typer.testing import CliRunner
 
 from orchestrl.cli import app

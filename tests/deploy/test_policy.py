@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import tiny
+from deploy_helpers import tiny, write_run
 
 from orchestrl.experiment.builder import build_ppo_config
 from orchestrl.experiment.config import validate_config
@@ -54,8 +54,6 @@ def test_act_matches_the_env_runners_greedy_actions(algo: str, env: str, make_ru
 
 @pytest.fixture(scope="module")
 def matrix_policy(tmp_path_factory: pytest.TempPathFactory) -> TrainedPolicy:
-    from conftest import write_run
-
     data = tiny("ippo", "matrix_game")
     checkpoint = write_run(tmp_path_factory.mktemp("runs"), data)
     return TrainedPolicy.from_checkpoint(checkpoint, build_ppo_config(validate_config(data)))

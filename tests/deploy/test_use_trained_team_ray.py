@@ -14,7 +14,7 @@ from typing import Any
 
 import mlflow
 import pytest
-from conftest import tiny
+from deploy_helpers import tiny
 from typer.testing import CliRunner
 
 from orchestrl.cli import app, summary_table
