@@ -4,6 +4,7 @@ under the training run in a real MLflow store, and a one-line exit-2 error for e
 from __future__ import annotations
 
 import csv
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -101,3 +102,17 @@ def test_a_bad_target_is_one_line_and_exit_2(case: str, runs: dict) -> None:
     assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
     assert EXPECTED[case] in lines[0]
     assert run_ids(store, run_dir, "tiny_matrix") == before  # nothing logged
+
+
+def test_a_tune_trial_checkpoint_is_found_with_its_config(runs: dict, tmp_path: Path) -> None:
+    """A sweep trial keeps its modules under ``checkpoint_N/algorithm`` and its YAML in
+    ``<trial>/orchestrl/config.yaml`` (orchestrl.tracking.trials)."""
+    checkpoint, _ = runs["matrix"]
+    trial = tmp_path / "trial_0001"
+    shutil.copytree(checkpoint, trial / "checkpoint_000002" / "algorithm")
+    (trial / "orchestrl").mkdir()
+    shutil.copy(checkpoint.parent.parent / names.CONFIG_FILE, trial / "orchestrl" / names.CONFIG_FILE)
+    for target in (trial / "checkpoint_000002", trial / "checkpoint_000002" / "algorithm"):
+        result = evaluate(str(target), "--episodes", "2", "--no-log")
+        assert result.exit_code == 0, result.output
+        assert "lemon" not in result.stdout and "ippo on matrix_game" in result.stdout
