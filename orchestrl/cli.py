@@ -112,6 +112,8 @@ def _placeholder_for_resume(run_dir: str | None) -> ExperimentConfig:
 
 
 def summary_table(summary: TrainSummary) -> str:
+    from orchestrl.tracking.ui import ui_url
+
     first, last = summary.first, summary.last
     rows = [
         (
@@ -135,7 +137,9 @@ def summary_table(summary: TrainSummary) -> str:
         ("env steps/s (last iteration)", f"{summary.steps_per_s():.0f}"),
         ("MLflow run id", summary.run_id),
         ("tracking URI", summary.tracking_uri),
-        ("open it", "orchestrl ui   (then http://127.0.0.1:5000)"),
+        ("open it", f"orchestrl ui   (then {ui_url(5000)})"),
+        ("use it", f"orchestrl evaluate {summary.run_id}   |   orchestrl serve {summary.run_id}"),
+        ("checkpoint", summary.checkpoint or "none"),
     ]
     width = max(len(k) for k, _ in rows)
     return "\n".join(["", "summary", "-" * (width + 30)] + [f"{k:<{width}}  {v}" for k, v in rows])
@@ -148,10 +152,10 @@ def ui(
     tracking_uri: TrackingOpt = None,
 ) -> None:
     """Serve the MLflow UI on 127.0.0.1 for the embedded store (or --tracking-uri)."""
-    from orchestrl.tracking.ui import serve_ui, ui_command
+    from orchestrl.tracking.ui import serve_ui, ui_command, ui_url
 
     cmd, uri = ui_command(Path(run_dir), port, tracking_uri)
-    typer.echo(f"MLflow UI on http://127.0.0.1:{port} (store: {uri}); Ctrl-C to stop")
+    typer.echo(f"MLflow UI on {ui_url(port)} (store: {uri}); Ctrl-C to stop")
     raise typer.Exit(serve_ui(cmd))
 
 
@@ -190,6 +194,17 @@ def _register_tracking_commands() -> None:
 
 
 _register_tracking_commands()
+
+
+def _register_deploy_commands() -> None:
+    from orchestrl.deploy.cli import evaluate_command, runs_app, serve_command
+
+    app.command("evaluate")(evaluate_command)
+    app.command("serve")(serve_command)
+    app.add_typer(runs_app, name="runs")
+
+
+_register_deploy_commands()
 
 
 ResumeOpt = Annotated[

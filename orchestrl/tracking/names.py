@@ -22,6 +22,17 @@ TAG_RUN_KEY = "orchestrl.run_key"
 when the server's answer to its creation was lost."""
 TAG_CONFIG = "orchestrl.config_path"
 """The resolved experiment YAML the run trained (``--resume`` rebuilds the run from it)."""
+TAG_MODEL = "orchestrl.model_uri"
+"""The run's final policy as an MLflow model (``models:/<model id>``; see ``tracking/models.py``)."""
+TAG_EVALUATED = "orchestrl.evaluated_checkpoint"
+"""An evaluation run's checkpoint (``orchestrl evaluate``)."""
+
+# -- experiments ----------------------------------------------------------------------------------
+TAG_EXPERIMENT_KIND = "mlflow.experimentKind"
+"""MLflow 3's experiment type: its UI shows an experiment as GenAI (traces, sessions, judges) or as
+model training (runs, params, metrics). Values in MLflow 3.17's UI: ``genai_development``,
+``custom_model_development`` ("Machine learning"), and inferred or task-specific variants."""
+EXPERIMENT_KIND_TRAINING = "custom_model_development"
 
 # -- sweeps and curricula -------------------------------------------------------------------------
 TAG_SPEC_NAME = "orchestrl.spec_name"
@@ -53,6 +64,7 @@ KIND_SWEEP_TRIAL = "sweep_trial"
 KIND_CURRICULUM = "curriculum"
 KIND_CURRICULUM_STAGE = "curriculum_stage"
 KIND_REPORT = "report"
+KIND_EVALUATE = "evaluate"
 
 # -- curated metrics (see orchestrl.tracking.metrics.curate) -------------------------------------
 TEAM_RETURN = "team_return_sum_mean"
@@ -82,6 +94,9 @@ CONFIG_FILE = "config.yaml"
 METRICS_CSV = "metrics.csv"
 LEARNING_CURVE = "learning_curve.png"
 CREDIT_TABLE = "credit_table.csv"
+POLICY_DIR = "policy"
+"""The run folder's policy folder (``orchestrl.experiment.policy``), logged as the MLflow model
+``policy``."""
 ARTIFACTS_DIR = "artifacts"
 """The run folder's env artifacts (LEMON's best spec, the credit table), logged under ``env/``."""
 JOURNAL_DIR = "tracking_journal"

@@ -113,6 +113,7 @@ class RunInfo:
     metrics: Mapping[str, float] = field(default_factory=dict)
     """The latest value of each metric."""
     params: Mapping[str, str] = field(default_factory=dict)
+    experiment_id: str = ""
 
 
 @dataclass
@@ -220,7 +221,8 @@ class RunStore:
         if found is not None:
             return found.experiment_id
         location = artifact_root(run_dir) if self.uri.startswith("sqlite:") else None
-        return self._read(lambda: self.client.create_experiment(name, artifact_location=location))
+        kind = {names.TAG_EXPERIMENT_KIND: names.EXPERIMENT_KIND_TRAINING}  # the UI opens on runs
+        return self._read(lambda: self.client.create_experiment(name, artifact_location=location, tags=kind))
 
     def create_run(
         self,
@@ -441,4 +443,5 @@ def _info(run: Any) -> RunInfo:
         tags=dict(run.data.tags),
         metrics=dict(run.data.metrics),
         params=dict(run.data.params),
+        experiment_id=run.info.experiment_id,
     )

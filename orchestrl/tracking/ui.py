@@ -22,6 +22,12 @@ def ui_command(run_dir: Path, port: int, tracking_uri: str | None = None) -> tup
     return cmd, uri
 
 
+def ui_url(port: int) -> str:
+    """The UI's address, opening on model training (MLflow 3's UI opens on GenAI unless told:
+    the ``workflowType`` query parameter, else the browser's last choice)."""
+    return f"http://127.0.0.1:{port}/#/experiments?workflowType=machine_learning"
+
+
 def serve_ui(cmd: list[str]) -> int:
     """Runs the server in the foreground until it exits (Ctrl-C stops it); returns its exit code."""
     env = {**os.environ, "MLFLOW_DISABLE_TELEMETRY": "true"}

@@ -33,6 +33,7 @@ from orchestrl.training.runtime import quiet_environment, ray_session, silence_n
 
 if TYPE_CHECKING:
     from ray.rllib.algorithms import Algorithm
+    from ray.rllib.algorithms.ppo import PPOConfig
 
 Echo = Callable[[str], Any]
 
@@ -122,7 +123,8 @@ def _train_loop(
     from orchestrl.training.checkpoints import build_algorithm, save_checkpoint
 
     gpus = ray.cluster_resources().get("GPU", 0.0)
-    algo = build_algorithm(build_ppo_config(cfg, gpus_available=gpus), here / "ray_results")
+    ppo = build_ppo_config(cfg, gpus_available=gpus)
+    algo = build_algorithm(ppo, here / "ray_results")
     if checkpoint:
         algo.restore_from_path(checkpoint)
     first: dict[str, float] = {}
@@ -161,7 +163,7 @@ def _train_loop(
             store.log_metrics(run_id, evaluation, iteration)
     finally:
         algo.stop()
-    _log_artifacts(cfg, store, run_id, here, checkpoint, echo)
+    _log_artifacts(cfg, store, run_id, here, checkpoint, ppo, echo)
     return TrainSummary(
         run_id=run_id,
         experiment=cfg.tracking.experiment or cfg.name,
@@ -244,7 +246,13 @@ def _resumable(store: RunStore, run_id: str) -> tuple[ExperimentConfig, int, str
 
 
 def _log_artifacts(
-    cfg: ExperimentConfig, store: RunStore, run_id: str, here: Path, checkpoint: str | None, echo: Echo
+    cfg: ExperimentConfig,
+    store: RunStore,
+    run_id: str,
+    here: Path,
+    checkpoint: str | None,
+    ppo: PPOConfig,
+    echo: Echo,
 ) -> None:
     if not cfg.tracking.log_artifacts:
         return
@@ -259,6 +267,33 @@ def _log_artifacts(
             store.log_artifact(run_id, here / name)
     if checkpoint:
         store.log_artifacts(run_id, checkpoint, artifact_path="checkpoint")
+        log_policy(cfg, store, run_id, here, checkpoint, ppo, echo)
     extra = here / names.ARTIFACTS_DIR
     if extra.is_dir():
         store.log_artifacts(run_id, extra, artifact_path="env")
+
+
+def log_policy(
+    cfg: ExperimentConfig,
+    store: RunStore,
+    run_id: str,
+    here: Path,
+    checkpoint: str,
+    ppo: PPOConfig,
+    echo: Echo,
+) -> None:
+    """The final policy as the run's MLflow model (``orchestrl.tracking.models``), from a policy
+    folder in the run folder: the checkpoint's modules and the agent -> module table."""
+    from orchestrl.experiment.policy import PolicyError, TrainedPolicy
+    from orchestrl.tracking.models import log_policy_model
+
+    info = {"env": cfg.env.name, "algorithm": cfg.algorithm.name}
+    try:
+        folder = TrainedPolicy.from_checkpoint(checkpoint, ppo, info).save(here / names.POLICY_DIR)
+    except PolicyError as err:
+        log.warning("the final policy is not logged as an MLflow model: %s", err)
+        return
+    try:
+        log_policy_model(store, run_id, folder)
+    except TrackingUnavailable:
+        echo(f"warning: tracking server unreachable: the final policy is not logged as a model ({folder})")

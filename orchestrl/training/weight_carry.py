@@ -28,12 +28,12 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 
 from orchestrl.algorithms.weight_sync import WeightSyncError, push_weights_to_env_runners, runner_weight_gap
+from orchestrl.experiment.policy import RL_MODULE_DIR, find_module_dir
 
 if TYPE_CHECKING:
     from ray.rllib.algorithms import Algorithm
 
 Parts = Literal["auto", "actor", "all"]
-RL_MODULE_DIR = Path("learner_group") / "learner" / "rl_module"
 
 
 class CarryError(WeightSyncError):
@@ -72,11 +72,10 @@ class CarryReport:
 
 def module_dir(checkpoint: str | Path) -> Path:
     """The ``rl_module`` folder of an algorithm checkpoint (ours nest it under ``algorithm/``)."""
-    root = Path(checkpoint)
-    for candidate in (root, root / "algorithm"):
-        if (candidate / RL_MODULE_DIR).is_dir():
-            return candidate / RL_MODULE_DIR
-    raise CarryError(f"{checkpoint}: not an algorithm checkpoint (no {RL_MODULE_DIR})")
+    found = find_module_dir(checkpoint)
+    if found is None:
+        raise CarryError(f"{checkpoint}: not an algorithm checkpoint (no {RL_MODULE_DIR})")
+    return found
 
 
 def checkpoint_module_states(checkpoint: str | Path) -> dict[str, dict[str, np.ndarray]]:
