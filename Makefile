@@ -12,7 +12,7 @@ TORCH  ?= torch==2.13.0
 TORCH_INDEX ?=
 PYTEST_ARGS ?=
 
-.PHONY: install demo test test-fast lint bench ui clean
+.PHONY: install demo test test-fast lint bench mutants ui clean
 
 install: $(VENV)/.installed
 
@@ -39,6 +39,9 @@ lint: install
 
 bench: install
 	$(BIN)/python benchmarks/throughput.py --quick
+
+mutants: install
+	$(BIN)/python benchmarks/mutants.py
 
 ui: install
 	$(BIN)/orchestrl ui
