@@ -56,7 +56,8 @@ class ComaCvConfig(ComaConfig):
     control-variate coefficient, cross-fitted on the previous batch (``control_variate_scale``).
     Its defaults are the setting the credit benchmark measures: the sampled TD(lambda) return as
     Q(s,u) and per-agent centring, i.e. a team-return policy gradient with a scaled counterfactual
-    baseline (with the critic's Q the fitted coefficient stays near 1: COMA)."""
+    baseline. With the critic's own Q (``q_source: critic``), b is the policy-weighted mean of the
+    same critic's Q, so c is near 1 wherever Q varies mostly with the state: close to COMA."""
 
     cross_fit_scale: ClassVar[bool] = True
     q_source: Literal["critic", "lambda_return"] = "lambda_return"

@@ -51,7 +51,7 @@ def replace_gae(pipeline: ConnectorPipelineV2, piece: ConnectorV2) -> None:
 
     RLlib's ``remove`` only logs a warning when the piece is missing, and GAE left in place would
     overwrite the advantages ``piece`` computes (or, renamed, run silently): so a pipeline without
-    exactly that class raises, naming its pieces.
+    one (or a subclass) raises, naming its pieces.
     """
     names = [type(p).__name__ for p in pipeline.connectors]
     found = [p for p in pipeline.connectors if isinstance(p, GeneralAdvantageEstimation)]
