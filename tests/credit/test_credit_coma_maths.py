@@ -69,11 +69,13 @@ def test_each_head_reads_its_groups_slots() -> None:
     action = torch.tensor([[1, 0, 3]])  # lens [2, 3, 4]
     factorised = QHead.of([2, 3, 4], "factorised")  # blocks of 2, 3, 4
     assert factorised.size == 9 and float(factorised.taken(q[:, :9], action)[0]) == 1.0 + 2.0 + 8.0
-    paired = QHead.of([2, 3, 4], "paired")  # (u0, u1): 6 slots, then (u0, u2): 8 slots
-    assert paired.groups == ((0, 1), (0, 2)) and paired.size == 14
-    assert float(paired.taken(q[:, :14], action)[0]) == (1 * 3 + 0) + 6 + (1 * 4 + 3)
+    paired = QHead.of([2, 3, 4], "paired")  # the 9 factorised slots, (u0, u1): 6, (u0, u2): 8
+    assert paired.groups == ((0,), (1,), (2,), (0, 1), (0, 2)) and paired.size == 23
+    assert paired.interaction_slots == slice(9, 23)
+    assert float(paired.taken(q[:, :23], action)[0]) == 1 + 2 + 8 + 9 + (1 * 3 + 0) + 15 + (1 * 4 + 3)
     joint = QHead.of([2, 3, 4], "joint")
     assert joint.size == 24 and float(joint.taken(q[:, :24], action)[0]) == 1 * 12 + 0 * 4 + 3
+    assert joint.interaction_slots == slice(0, 0)
     assert QHead.of([5], "paired").groups == QHead.of([5], "joint").groups == ((0,),)
 
 

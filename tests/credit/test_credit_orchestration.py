@@ -78,20 +78,30 @@ def test_each_edit_is_scored_as_a_fresh_env_scores_the_edited_spec(finished_env)
 @pytest.mark.parametrize("algo", ["mappo", "coma", "coma_cv", "lemon"])
 def test_centralised_learners_read_the_dict_observations_of_list_episodes(algo: str) -> None:
     """Env runners return list episodes (``episodes_to_numpy=False``): the joint-state pieces must
-    batch each step's observation dict themselves. COMA's critic has one Q per (role, x) pair."""
+    batch each step's observation dict themselves. COMA's critic has one Q per component value
+    (factorised), and with ``q_head: paired`` one per (role, x) pair too, the pairs starting at 0."""
     data = tiny(algo, "orchestration", kwargs={"level": 1, "rounds": 2, "task_pool": 4})
     data["training"] = {"train_batch_size": 40, "minibatch_size": 40, "num_epochs": 1}
+    if algo == "coma":
+        data["algorithm"]["q_head"] = "paired"  # coma_cv keeps the default, factorised
     run = trainer(data)
     try:
+        critic = getattr(run.learner.module["shared"], "critic", None)
+        before = critic[-1].weight.detach().clone()
         results = run.step()
         losses = [
             float(v["total_loss"]) for v in results.values() if isinstance(v, dict) and "total_loss" in v
         ]
         assert losses and all(np.isfinite(losses))
         if algo.startswith("coma"):
-            module = run.learner.module["shared"]
-            role, *others = (int(n) for n in module.action_space.nvec)  # role, duty, capacity, inputs
-            assert module.critic[-1].out_features == sum(role * n for n in others)
+            role, *others = (int(n) for n in run.learner.module["shared"].action_space.nvec)
+            singles = role + sum(others)  # role, duty, capacity, input_a, input_b
+            if algo == "coma_cv":
+                assert len(before) == singles
+            else:
+                assert len(before) == singles + sum(role * n for n in others)
+                assert not before[singles:].any() and before[:singles].any()  # pairs start at 0 ...
+                assert critic[-1].weight[singles:].detach().abs().sum() > 0  # ... and learn
     finally:
         run.stop()
 

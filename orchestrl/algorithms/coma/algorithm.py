@@ -37,11 +37,11 @@ class ComaConfig(BaseModel):
     """Learner updates during which only the critic learns (actors get zero advantages)."""
     critic_lr: float | None = Field(1e-3, gt=0)
     """The critic's own learning rate (None: ``training.lr``)."""
-    q_head: QHeadKind = "paired"
+    q_head: QHeadKind = "factorised"
     """The critic's output over the agent's own action components: ``factorised`` (sum over
-    components), ``paired`` (the first component, e.g. the orchestration role, paired with each
-    other one) or ``joint`` (one Q per joint action); all the same for a Discrete action. See
-    :class:`~orchestrl.algorithms.coma.module.QHead`."""
+    components), ``paired`` (plus the first component, e.g. the orchestration role, paired with
+    each other one) or ``joint`` (one Q per joint action); all the same for a Discrete action. See
+    :mod:`orchestrl.algorithms.coma.module` (and why factorised stays the default)."""
     q_source: Literal["critic", "lambda_return"] = "critic"
     """The Q(s,u) term of A_i: the critic's (Eq. 4 verbatim) or the sampled TD(lambda) return."""
     normalize_advantages: bool = True
