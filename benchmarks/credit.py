@@ -5,8 +5,9 @@ What it runs: ippo, mappo, coma (Foerster et al.'s Eq. 4, the critic's own Q), c
 baseline scaled by a control-variate coefficient fitted on the previous batch, with the sampled
 TD(lambda) return as Q and per-agent centring), lemon (``advantage: replay``) and lemon_gae (the
 same lemon runs without replay, ``advantage: gae``: the reference for the replay's cost), with 5
-seeds each and equal env-step budgets, in-process (InProcessTrainer, no Ray, one torch thread), two
-runs at a time (``--jobs``), on
+seeds each and equal env-step budgets (``--algos lemon_uncentred`` adds lemon with
+``center_delta: false``, LEMON's uncentred delta), in-process (InProcessTrainer, no Ray, one torch
+thread), two runs at a time (``--jobs``), on
 
 - ``orchestration_l2`` / ``orchestration_l3`` / ``orchestration_l4``: the LEMON env at levels 2
   (3 agents), 3 (5 agents) and 4 (8 agents, branching DAGs over three tables), 2 rounds per
@@ -85,6 +86,10 @@ import numpy as np
 ALGORITHMS = ("ippo", "mappo", "coma", "coma_cv", "lemon", "lemon_gae")
 REPLAY_FREE = "lemon_gae"
 """lemon without replay (``advantage: gae``): the same runs, seeds and settings minus the replays."""
+LEMON_VARIANTS = {REPLAY_FREE: {"advantage": "gae"}, "lemon_uncentred": {"center_delta": False}}
+"""Benchmark names for lemon with other knobs; lemon_uncentred (LEMON's delta without centring)
+runs only when ``--algos`` names it."""
+REPLAYING = ("lemon", *LEMON_VARIANTS)
 REPORT_KEYS = ("final_iqm", "ci95", "steps_to_0_8", "p_improvement_vs_ippo", "replay_cost")
 THRESHOLD = 0.8
 TASK_POOL = 1000
@@ -180,8 +185,8 @@ def benches(quick: bool) -> dict[str, Bench]:
 
 def algorithm_section(bench: Bench, algo: str) -> dict[str, Any]:
     """The experiment's ``algorithm:`` section (lemon_gae is lemon with ``advantage: gae``)."""
-    if algo == REPLAY_FREE:
-        return {"name": "lemon", "advantage": "gae", **bench.algo_knobs.get("lemon", {})}
+    if algo in LEMON_VARIANTS:
+        return {"name": "lemon", **LEMON_VARIANTS[algo], **bench.algo_knobs.get("lemon", {})}
     return {"name": algo, **bench.algo_knobs.get(algo, {})}
 
 
@@ -454,7 +459,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--seeds", type=int, default=None, help="seeds per algorithm (default 5; quick 2)")
     parser.add_argument("--envs", nargs="*", default=None, help="subset of envs to run")
     parser.add_argument(
-        "--algos", nargs="*", choices=ALGORITHMS, default=None, help="subset of algorithms to run"
+        "--algos",
+        nargs="*",
+        choices=[*ALGORITHMS, *LEMON_VARIANTS],
+        default=None,
+        help="algorithms to run (default: all but lemon_uncentred)",
     )
     parser.add_argument("--out", type=Path, default=Path("runs/bench/credit"))
     parser.add_argument("--jobs", type=int, default=2, help="runs trained at once (one process each)")
@@ -484,7 +493,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             skipped[name] = f"{type(exc).__name__}: {exc}"
             continue
         replays = supports_counterfactual(env_class)
-        algos = [a for a in args.algos or ALGORITHMS if replays or a not in ("lemon", REPLAY_FREE)]
+        algos = [a for a in args.algos or ALGORITHMS if replays or a not in REPLAYING]
         jobs += [(name, algo, seed) for algo in algos for seed in range(seeds)]
     runs: dict[tuple[str, str, int], dict[str, Any]] = {}
     with worker_pool(max(1, args.jobs), args.out) as pool:

@@ -109,3 +109,12 @@ def test_the_replay_free_reference_is_lemon_with_gae(credit: ModuleType) -> None
     assert credit.experiment(bench, "coma_cv", 0)["algorithm"]["name"] == "coma_cv"
     quick = credit.benches(quick=True)
     assert [n for n, b in quick.items() if b.default] == ["orchestration_l2"]
+
+
+def test_lemon_uncentred_is_lemon_without_centring_and_opt_in(credit: ModuleType) -> None:
+    bench = credit.benches(quick=False)["orchestration_l3"]
+    assert credit.experiment(bench, "lemon_uncentred", 0)["algorithm"] == {
+        "name": "lemon",
+        "center_delta": False,
+    }
+    assert "lemon_uncentred" not in credit.ALGORITHMS  # not in the default set

@@ -151,6 +151,12 @@ def test_replay_piece_centres_each_agent_and_family_with_the_earlier_batches_mea
     assert stats["credit/agent_0_drop_edge_delta_baseline"] == 2.0
     assert stats["credit/agent_1_alternative_delta_baseline"] == 0.0
     assert piece.get_state()["delta_baseline"] == [[0, 1, 2.0], [1, 3, 0.0]]
+    uncentred = ReplayAdvantage(
+        gamma=0.99, lambda_=0.95, agents=["agent_0", "agent_1"], mix=1.0, center=False
+    )
+    uncentred.set_state(piece.get_state())
+    again, _, _ = uncentred.module_advantages(ZeroValues(), batch, mask)
+    np.testing.assert_allclose(again[mask], first[mask], rtol=1e-6)  # LEMON's delta, as on batch 1
 
 
 def test_replay_piece_keeps_team_gae_on_rows_without_a_delta() -> None:

@@ -97,11 +97,14 @@ class DeltaBaseline:
 
 class ReplayAdvantage(TeamGaeAdvantage):
     """Replaces GAE with :func:`lemon_advantages`; deltas come from the ``cf_delta`` column, each
-    centred by :class:`DeltaBaseline`."""
+    centred by :class:`DeltaBaseline` (``center=False``: b = 0, the means are still tracked)."""
 
-    def __init__(self, *args: Any, mix: float = 0.5, baseline_decay: float = 0.9, **kwargs: Any) -> None:
+    def __init__(
+        self, *args: Any, mix: float = 0.5, baseline_decay: float = 0.9, center: bool = True, **kwargs: Any
+    ) -> None:
         super().__init__(*args, **kwargs)
         self.mix = mix
+        self.center = center
         self.baseline = DeltaBaseline(baseline_decay)
 
     def get_state(self, components: Any = None, *, not_components: Any = None, **kwargs: Any) -> dict:
@@ -123,7 +126,8 @@ class ReplayAdvantage(TeamGaeAdvantage):
         agent_index = numpy(module_batch[AGENT_INDEX])
         family = numpy(module_batch[CF_FAMILY])
         baseline = self.baseline.rows(agent_index, family)
-        advantages = lemon_advantages(gae, np.nan_to_num(delta), has_delta, baseline, self.mix)
+        centre = baseline if self.center else np.zeros_like(baseline)
+        advantages = lemon_advantages(gae, np.nan_to_num(delta), has_delta, centre, self.mix)
         stats = self.delta_stats(agent_index, family, delta, baseline, has_delta)
         self.baseline.update(delta, agent_index, family, has_delta)
         return advantages, targets, stats
