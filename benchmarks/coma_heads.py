@@ -41,8 +41,6 @@ from typing import Any
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
 HEADS = ("factorised", "paired", "joint")
 
 
@@ -109,6 +107,7 @@ def fit_heads(
 
 
 def probe(level: int, env_steps: int, fit_steps: int, every: int, seed: int) -> dict[str, Any]:
+    sys.path.insert(0, str(Path(__file__).resolve().parent))  # the credit benchmark's settings
     import credit
     import torch
 

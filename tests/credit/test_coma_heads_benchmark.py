@@ -2,27 +2,22 @@
 
 from __future__ import annotations
 
-import importlib.util
 from collections.abc import Iterator
-from pathlib import Path
 from types import ModuleType
 
 import numpy as np
 import pytest
 import torch
+from credit_helpers import load_benchmark, unload_benchmark
 
 from orchestrl.algorithms.joint_columns import TEAM_REWARD
-
-SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "coma_heads.py"
 
 
 @pytest.fixture(scope="module")
 def heads() -> Iterator[ModuleType]:
-    spec = importlib.util.spec_from_file_location("coma_heads_benchmark", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_benchmark("coma_heads")
     yield module
+    unload_benchmark(module)
 
 
 def test_return_to_go_is_the_discounted_team_return_per_real_row(heads: ModuleType) -> None:

@@ -2,26 +2,19 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 
 import pytest
-
-SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "credit.py"
+from credit_helpers import load_benchmark, unload_benchmark
 
 
 @pytest.fixture(scope="module")
 def credit() -> Iterator[ModuleType]:
-    spec = importlib.util.spec_from_file_location("credit_benchmark", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up there
-    spec.loader.exec_module(module)
+    module = load_benchmark("credit")
     yield module
-    del sys.modules[spec.name]
+    unload_benchmark(module)
 
 
 @pytest.mark.parametrize(
