@@ -16,7 +16,8 @@ algorithm that looks past an agent's own observation:
   position in the sorted agent list): what counterfactual credit assigns;
 - ``others_actions`` (COMA's critic input): every agent's one-hot action, the row's own slot zeroed;
 - ``cf_delta`` / ``cf_family`` (LEMON): the replayed reward contrast the env runner stored in the
-  episode (NaN / -1 where no replay happened).
+  episode, on the row of the action it edits: the agent's final action, the last real row of the
+  episode chunk that ends the episode (NaN / -1 on every other row, and where no replay happened).
 
 Actors never see these columns: they exist only in the learner. The piece runs after
 ``AddOneTsToEpisodesAndTruncate`` (episodes already carry their artificial bootstrap step, whose
@@ -205,11 +206,14 @@ class AddJointColumns(ConnectorV2):
 
     @staticmethod
     def _replay(ma: MultiAgentEpisode, aid: str, n: int) -> tuple[np.ndarray, np.ndarray]:
+        """The agent's replay delta on its final action's row. The env runner stores the record at
+        the episode's end, so only the chunk that ends the episode carries it; its last row
+        (``n - 1``) is the artificial bootstrap step, so the final action is row ``n - 2``."""
         delta = np.full(n, np.nan, dtype=np.float32)
         family = np.full(n, -1, dtype=np.int64)
         record = (ma.custom_data.get(REPLAY_KEY) or {}).get(aid)
         if record is not None and n > 1:
-            delta[: n - 1], family[: n - 1] = record[0], record[1]  # not the artificial last step
+            delta[n - 2], family[n - 2] = record[0], record[1]
         return delta, family
 
 

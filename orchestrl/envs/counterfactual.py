@@ -5,8 +5,10 @@ it, re-executes the edited spec and uses the reward contrast ``delta = R(spec) -
 that agent's credit. An env that can do this implements :class:`CounterfactualEnv`:
 
 - ``counterfactual_spec()``: the spec of the episode that just ended, i.e. everything its final
-  reward was computed from. It is read in the env runner's ``on_episode_end``, before RLlib's
-  vector env resets that sub-env (it resets on the next ``step`` call, "next_step" autoreset).
+  reward was computed from: the spec the final step executed (None when there is none, e.g. the
+  final round's spec was invalid: nothing is replayed then). It is read in the env runner's
+  ``on_episode_end``, before RLlib's vector env resets that sub-env (it resets on the next
+  ``step`` call, "next_step" autoreset).
 - ``counterfactual_edits(spec, agent)``: the edit families that change something for this agent
   (reverting a duty that already is the base duty is not an edit).
 - ``counterfactual(spec, agent, edit)``: re-executes ``spec`` with ``agent``'s part edited (an env
@@ -92,7 +94,8 @@ class CounterfactualEnv(Protocol):
     """An env that can re-evaluate its last finished episode with one agent's action edited."""
 
     def counterfactual_spec(self) -> Any:
-        """The spec of the most recently finished episode (None before the first one ends)."""
+        """The spec the most recently finished episode's final step executed (None before the first
+        episode ends, or when that step executed none)."""
         ...
 
     def counterfactual_edits(self, spec: Any, agent: str) -> Sequence[EditFamily]:

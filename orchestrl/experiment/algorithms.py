@@ -62,6 +62,13 @@ ALGORITHMS: dict[str, AlgorithmEntry] = {
             "orchestrl.algorithms.coma.algorithm:configure_coma",
         ),
         AlgorithmEntry(
+            "coma_cv",
+            "COMA with each agent's baseline scaled by a control-variate coefficient fitted on the "
+            "previous batch; by default the sampled TD(lambda) return as Q(s,u), centred per agent",
+            "orchestrl.algorithms.coma.algorithm:ComaCvConfig",
+            "orchestrl.algorithms.coma.algorithm:configure_coma",
+        ),
+        AlgorithmEntry(
             "lemon",
             "LEMON: PPO with exact counterfactual replay advantages from the env (executable envs)",
             "orchestrl.algorithms.lemon.algorithm:LemonConfig",

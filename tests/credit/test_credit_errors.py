@@ -68,6 +68,9 @@ def test_runner_refuses_an_env_without_the_protocol() -> None:
     [
         ({"name": "coma", "td_lamda": 0.5}, "algorithm.td_lamda: unknown key"),
         ({"name": "coma", "advantage": "replay"}, "algorithm.advantage"),
+        ({"name": "coma", "q_head": "tree"}, "algorithm.q_head"),
+        ({"name": "coma", "fit_baseline_scale": True}, "algorithm.fit_baseline_scale: unknown key"),
+        ({"name": "coma_cv", "cross_fit_scale": False}, "algorithm.cross_fit_scale: unknown key"),
         ({"name": "lemon", "mix": 1.5}, "algorithm.mix"),
         ({"name": "lemon", "edit_families": ["swap_everything"]}, "algorithm.edit_families.0"),
         ({"name": "lemon", "family_floor": 0.5}, "algorithm.family_floor"),

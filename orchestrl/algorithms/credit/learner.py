@@ -8,6 +8,7 @@ from typing import Any
 
 import torch
 from ray.rllib.algorithms.ppo.torch.ppo_torch_learner import PPOTorchLearner
+from ray.rllib.connectors.connector_pipeline_v2 import ConnectorPipelineV2
 from ray.rllib.connectors.connector_v2 import ConnectorV2
 from ray.rllib.connectors.learner import GeneralAdvantageEstimation
 from ray.rllib.core.learner.utils import update_target_network
@@ -41,28 +42,49 @@ def credit_spec(config: Any) -> CreditSpec:
     return spec
 
 
+class NoAdvantagePieceError(RuntimeError):
+    """The learner pipeline has no GAE piece to replace (RLlib renamed or moved it)."""
+
+
+def replace_gae(pipeline: ConnectorPipelineV2, piece: ConnectorV2) -> None:
+    """Removes every ``GeneralAdvantageEstimation`` from ``pipeline`` and appends ``piece``.
+
+    RLlib's ``remove`` only logs a warning when the piece is missing, and GAE left in place would
+    overwrite the advantages ``piece`` computes (or, renamed, run silently): so a pipeline without
+    one (or a subclass) raises, naming its pieces.
+    """
+    names = [type(p).__name__ for p in pipeline.connectors]
+    found = [p for p in pipeline.connectors if isinstance(p, GeneralAdvantageEstimation)]
+    if not found:
+        raise NoAdvantagePieceError(
+            f"the PPO learner pipeline has no GeneralAdvantageEstimation to replace with "
+            f"{type(piece).__name__} (pieces: {', '.join(names)}); has RLlib renamed it?"
+        )
+    for gae in found:
+        pipeline.remove(type(gae))
+    pipeline.append(piece)
+
+
 class CounterfactualPPOLearner(PPOTorchLearner):
     """PPO's torch learner with GAE swapped for a counterfactual advantage piece.
 
     RLlib appends ``GeneralAdvantageEstimation`` in ``PPOLearner.build()``; a ``learner_connector``
-    can only add pieces before the defaults, so the swap happens here (``remove`` + ``append``,
-    public ConnectorPipelineV2 methods). Modules implementing ``TargetNetworkAPI`` get target
-    networks, hard-synced every ``target_update_interval`` updates.
+    can only add pieces before the defaults, so the swap happens here (:func:`replace_gae`, with
+    the public ConnectorPipelineV2 methods ``remove`` + ``append``). Modules implementing
+    ``TargetNetworkAPI`` get target networks, hard-synced every ``target_update_interval`` updates.
     """
 
     def build(self) -> None:
         super().build()
         spec = credit_spec(self.config)
         if self._learner_connector is not None:
-            self._learner_connector.remove(GeneralAdvantageEstimation)
-            self._learner_connector.append(
-                spec.piece(
-                    gamma=self.config.gamma,
-                    lambda_=self.config.lambda_,
-                    agents=list(spec.agents),
-                    **dict(spec.piece_kwargs),
-                )
+            piece = spec.piece(
+                gamma=self.config.gamma,
+                lambda_=self.config.lambda_,
+                agents=list(spec.agents),
+                **dict(spec.piece_kwargs),
             )
+            replace_gae(self._learner_connector, piece)
         self._credit_updates = 0
         self.module.foreach_module(
             lambda mid, mod: mod.make_target_networks() if isinstance(mod, TargetNetworkAPI) else None

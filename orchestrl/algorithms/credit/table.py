@@ -42,11 +42,6 @@ def _scalar(value: Any) -> float:
     return float(numpy(value))
 
 
-def _scalar(value: Any) -> float:
-    value = value.peek() if hasattr(value, "peek") else value
-    return float(numpy(value))
-
-
 class CreditTableCallbacks(RLlibCallback):
     """Puts the credit table of the latest learner metrics into each iteration's result."""
 

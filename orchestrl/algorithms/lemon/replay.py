@@ -1,12 +1,17 @@
 """LEMON's runner side: at each episode's end, one edit per agent, re-executed through the env.
 
 The learner holds no env, so deltas are computed where the env lives: in the env runner's
-``on_episode_end`` callback. For every agent it samples an edit family (adaptively, by each
-family's recent |delta|, with a probability floor), builds the edit (for ``alternative``: an action
-sampled from the agent's own policy, from the action-distribution inputs the runner stored in the
-episode), calls ``env.counterfactual(spec, agent, edit)`` and stores
-``delta = R(spec) - R(edited)`` in ``episode.custom_data``, which travels with the episode to the
-learner. Extra executions and their wall time are logged as ``env/cf_*`` metrics.
+``on_episode_end`` callback. It replays the spec the episode's final step executed (the env's
+``counterfactual_spec()``), so each delta is the credit of the agent's FINAL action, and the
+learner puts it on that action's row only (:class:`~orchestrl.algorithms.joint_columns.AddJointColumns`).
+An episode whose final spec was invalid gets no replay (an earlier round's spec is not what the
+final actions wrote); those are counted as ``env/cf_invalid_final``. For every agent it samples an
+edit family (adaptively, by each family's recent |delta|, with a probability floor), builds the
+edit (for ``alternative``: an action sampled from the agent's own policy, from the
+action-distribution inputs the runner stored in the episode for that final step), calls
+``env.counterfactual(spec, agent, edit)`` and stores ``delta = R(spec) - R(edited)`` in
+``episode.custom_data``, which travels with the episode to the learner. Extra executions and their
+wall time are logged as ``env/cf_*`` metrics.
 """
 
 from __future__ import annotations
@@ -132,15 +137,15 @@ def alternative_action(
 
 def replay_episode(
     env: CounterfactualEnv,
+    spec: Any,
     episode: MultiAgentEpisode,
     sampler: FamilySampler,
     logit_lens: Mapping[str, Sequence[int]],
     rng: np.random.Generator,
 ) -> list[ReplayRecord]:
-    """One edit per agent on the finished episode's spec; ``delta = R(spec) - R(edited)``."""
-    spec = env.counterfactual_spec()
-    if spec is None:
-        return []
+    """One edit per agent on ``spec``, the spec the episode's final step executed;
+    ``delta = R(spec) - R(edited)``. The ``alternative`` edit is drawn from the policy of that same
+    final step."""
     records = []
     for agent in sorted(episode.agent_episodes):
         sa = episode.agent_episodes[agent]
@@ -222,17 +227,22 @@ class ReplayCallbacks(RLlibCallback):
         if self.sampler is None:
             self._setup(env_runner)
         lens = {a: action_logit_lens(episode.agent_episodes[a].action_space) for a in episode.agent_episodes}
-        records = replay_episode(cf_env, episode, self.sampler, lens, self.rng)
+        spec = cf_env.counterfactual_spec()
+        records = [] if spec is None else replay_episode(cf_env, spec, episode, self.sampler, lens, self.rng)
         episode.custom_data[REPLAY_KEY] = {r.agent: (r.delta, EDIT_FAMILIES.index(r.family)) for r in records}
         if metrics_logger is not None:
-            log_replay_metrics(metrics_logger, records, self.sampler)
+            log_replay_metrics(metrics_logger, records, self.sampler, invalid_final=spec is None)
 
 
-def log_replay_metrics(metrics_logger: Any, records: Sequence[ReplayRecord], sampler: FamilySampler) -> None:
-    """Extra executions and their time (summed per iteration), and the family probabilities."""
+def log_replay_metrics(
+    metrics_logger: Any, records: Sequence[ReplayRecord], sampler: FamilySampler, invalid_final: bool = False
+) -> None:
+    """Extra executions and their time, episodes and those without a final spec to replay (summed
+    per iteration), and the family probabilities."""
     metrics_logger.log_value(CF_METRIC + "executions", float(len(records)), reduce="sum")
     metrics_logger.log_value(CF_METRIC + "time_s", float(sum(r.seconds for r in records)), reduce="sum")
     metrics_logger.log_value(CF_METRIC + "episodes", 1.0, reduce="sum")
+    metrics_logger.log_value(CF_METRIC + "invalid_final", float(invalid_final), reduce="sum")
     for term in ("nodes_run", "cache_hits"):
         if any(term in r.terms for r in records):
             metrics_logger.log_value(

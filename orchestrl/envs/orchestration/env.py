@@ -285,7 +285,9 @@ class OrchestrationEnv(ParallelEnv):
 
     # -- the counterfactual protocol (orchestrl.envs.counterfactual) -------------------------------
     def counterfactual_spec(self) -> OrchestrationSpec | None:
-        return self.last_spec
+        """The spec the final round executed; None when it was invalid (``last_spec`` would be an
+        earlier round's, which is not what the final actions wrote)."""
+        return self._record.spec if self._record is not None else None
 
     def counterfactual_edits(self, spec: OrchestrationSpec, agent: str) -> list[EditFamily]:
         families = [EditFamily.ALTERNATIVE]
