@@ -60,6 +60,16 @@ FAULTS = (
         ("tests/credit/test_credit_coma_maths.py",),
     ),
     Fault(
+        "delta_on_the_wrong_agent",
+        "each agent's replay delta lands on the rows of another agent",
+        "orchestrl/algorithms/joint_columns.py",
+        "        record = (ma.custom_data.get(REPLAY_KEY) or {}).get(aid)\n",
+        "        records = ma.custom_data.get(REPLAY_KEY) or {}\n"
+        "        others = sorted(a for a in records if a != aid)\n"
+        "        record = records.get(others[0]) if others else None\n",
+        ("tests/credit/test_credit_pipeline.py",),
+    ),
+    Fault(
         "weight_sync_skipped",
         "the learner's weights never reach the env runner that samples (in-process trainer)",
         "orchestrl/training/inprocess.py",

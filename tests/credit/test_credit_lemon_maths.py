@@ -14,7 +14,6 @@ from orchestrl.algorithms.lemon.advantage import DeltaBaseline, ReplayAdvantage,
 from orchestrl.algorithms.lemon.replay import FamilySampler, alternative_action, family_probabilities
 from orchestrl.envs.counterfactual import (
     EDIT_FAMILIES,
-    CounterfactualEnv,
     Edit,
     EditFamily,
     EditNotApplicable,
@@ -24,8 +23,13 @@ from orchestrl.envs.matrix import CLIMBING_GAME, MatrixGameEnv
 R = np.asarray(CLIMBING_GAME)
 
 
-def test_matrix_env_implements_the_counterfactual_protocol() -> None:
-    assert isinstance(MatrixGameEnv(), CounterfactualEnv)
+def test_matrix_env_has_no_spec_to_replay_before_an_episode_ends() -> None:
+    env = MatrixGameEnv()
+    assert env.counterfactual_spec() is None
+    env.reset()
+    assert env.counterfactual_spec() is None  # a reset alone finishes nothing
+    env.step({"agent_0": 2, "agent_1": 1})
+    assert env.counterfactual_spec() == {"agent_0": 2, "agent_1": 1}
 
 
 def test_matrix_env_counterfactual_reads_the_edited_cell() -> None:

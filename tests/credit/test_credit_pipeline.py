@@ -57,12 +57,21 @@ def test_runner_deltas_are_the_payoff_contrast_of_one_edit(lemon_matrix: InProce
         assert replay["agent_0"][0] == (1.0 if joint["agent_0"] == 0 else -1.0)
 
 
-def test_delta_rows_line_up_with_their_agent_whatever_the_agent_order(lemon_matrix: InProcessTrainer) -> None:
+def test_delta_rows_line_up_with_their_agent_whatever_the_agent_order(
+    lemon_matrix: InProcessTrainer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """RLlib's pieces walk an episode's agents in ``agent_ids`` order (a set: it depends on string
+    hashing). Two really different orders, forced, must give every row its own agent's delta."""
+    from ray.rllib.connectors.connector_v2 import ConnectorV2
+    from ray.rllib.env.multi_agent_episode import MultiAgentEpisode
+
     episodes = lemon_matrix.sample(40)
-    reordered = copy.deepcopy(episodes)
-    for ep in reordered:
-        ep.agent_episodes = dict(reversed(list(ep.agent_episodes.items())))
-    for eps in (episodes, reordered):
+    orders = []
+    for reverse in (False, True):
+        ordered = property(lambda ep, r=reverse: sorted(ep.agent_episodes, reverse=r))
+        monkeypatch.setattr(MultiAgentEpisode, "agent_ids", ordered)
+        eps = copy.deepcopy(episodes)  # the learner pipeline lengthens episodes in place
+        orders.append([sa.agent_id for sa in ConnectorV2.single_agent_episode_iterator(eps[:1], False)])
         batch = lemon_matrix.learner_batch(eps)["shared"]
         agent = batch[AGENT_INDEX].numpy()
         delta = batch[CF_DELTA].numpy()
@@ -74,6 +83,7 @@ def test_delta_rows_line_up_with_their_agent_whatever_the_agent_order(lemon_matr
         rows_0 = real & (agent == 0)
         np.testing.assert_array_equal(delta[rows_0], 1.0 - 2.0 * actions[rows_0])
         np.testing.assert_array_equal(batch[TEAM_REWARD].numpy()[rows_0], 1.0 - actions[rows_0])
+    assert orders[0] == list(reversed(orders[1])) and orders[0] != orders[1]  # the order really changed
 
 
 def _rows(batch: dict) -> np.ndarray:
