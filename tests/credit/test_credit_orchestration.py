@@ -19,6 +19,7 @@ from orchestrl.envs.counterfactual import (
     EditNotApplicable,
     supports_counterfactual,
 )
+from orchestrl.envs.spaces import OBS_KEY
 
 orchestration = pytest.importorskip("orchestrl.envs.orchestration.env")
 
@@ -93,6 +94,13 @@ def test_centralised_learners_read_the_dict_observations_of_list_episodes(algo: 
             float(v["total_loss"]) for v in results.values() if isinstance(v, dict) and "total_loss" in v
         ]
         assert losses and all(np.isfinite(losses))
+        batch = run.learner_batch(run.sample(20))["shared"]  # each row's own slot of the joint state
+        obs = batch["obs"][OBS_KEY].numpy()  # is its own observation, from the list episodes' dicts
+        state, width, n = batch[GLOBAL_STATE].numpy(), obs.shape[1], len(run.config.policy_mapping_fn.table)
+        own = state[:, n * width : n * width + n].argmax(axis=1)
+        assert len(set(own.tolist())) == n
+        for row, i in enumerate(own):
+            np.testing.assert_array_equal(state[row, i * width : (i + 1) * width], obs[row])
         if algo.startswith("coma"):
             role, *others = (int(n) for n in run.learner.module["shared"].action_space.nvec)
             singles = role + sum(others)  # role, duty, capacity, input_a, input_b
