@@ -49,7 +49,7 @@ FAULTS = (
         "orchestrl/algorithms/credit/advantage.py",
         "                advantages, dtype=torch.float32, device=device\n",
         "                -advantages, dtype=torch.float32, device=device\n",
-        ("tests/learning/test_learning.py", "tests/credit/test_credit_pipeline.py"),
+        ("tests/learning/test_training_beats_untrained.py", "tests/credit/test_credit_pipeline.py"),
     ),
     Fault(
         "coma_baseline_removed",
@@ -75,7 +75,7 @@ FAULTS = (
         "orchestrl/training/inprocess.py",
         '        self.runner.set_state({"rl_module": self.learner.module.get_state(inference_only=True)})\n',
         "        return\n",
-        ("tests/learning/test_learning.py", "tests/credit/test_warm_start.py"),
+        ("tests/learning/test_training_beats_untrained.py", "tests/credit/test_warm_start.py"),
     ),
     Fault(
         "sandbox_memory_limit_off",
