@@ -59,9 +59,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from orchestrl.algorithms.neuromas.algorithm import WarmStart
+from orchestrl.algorithms.behaviour_cloning import configured_warm_start
 from orchestrl.algorithms.neuromas.growth import grow
-from orchestrl.algorithms.neuromas.learner import KNOBS_KEY
 from orchestrl.algorithms.neuromas.network import parameter_count
 from orchestrl.algorithms.neuromas.team_env import TEAM
 from orchestrl.deploy.ask import Team
@@ -106,14 +105,14 @@ MODEL = {
     "text_layers": 2,
     "heads": 4,
     "aux_coeff": 0.1,
-    "bc_batch_size": 64,
-    "bc_lr": 3e-3,
     "bc_token_dropout": 0.1,
     "word_vectors": True,
     "observe": "inputs",
     "messages": "continuous",
 }
 """Every variant's knobs unless it says otherwise."""
+BC = {"batch_size": 64, "lr": 3e-3}
+"""The ``warm_start:`` settings every variant clones the expert with."""
 HIDDEN = [96]
 RL_LR = 3e-5
 """PPO fine-tunes the cloned policy gently (at 3e-4 its first updates, with a critic that has not
@@ -147,8 +146,12 @@ def text2sql_experiment(
             "name": "neuromas",
             **MODEL,
             **knobs,
-            "bc_epochs": budget.bc_epochs,
-            "bc_samples": budget.bc_samples,
+        },
+        "warm_start": {
+            "episodes": budget.bc_samples,  # one question per episode
+            "epochs": budget.bc_epochs,
+            "batch_size": BC["batch_size"],
+            "lr": BC["lr"],
         },
         "model": {"hidden": hidden},
         "training": {
@@ -204,9 +207,9 @@ def train_text2sql(
     cpu, wall = time.process_time(), time.perf_counter()
     if name == "neuromas7_long":  # the env steps of a -5 run and a grown run together
         budget = replace(budget, bc_samples=2 * budget.bc_samples, rl_iterations=2 * budget.rl_iterations)
-    cfg = validate_config(text2sql_experiment(VARIANTS[name], seed, budget, data_dir, hidden))
-    ppo = build_ppo_config(cfg)
-    trainer = InProcessTrainer(ppo)
+    data = text2sql_experiment(VARIANTS[name], seed, budget, data_dir, hidden)
+    warm_start = configured_warm_start(build_ppo_config(validate_config(data)))  # run after growth
+    trainer = InProcessTrainer(build_ppo_config(validate_config({**data, "warm_start": {}})))
     try:
         module = trainer.learner.module[TEAM]
         report: dict[str, Any] = {}
@@ -214,7 +217,7 @@ def train_text2sql(
             grow(module, grow_from, seed=seed)
             trainer.sync_weights()
             report["at_growth"] = evaluation(data_dir).score(trainer.runner.module[TEAM])["heldout"]
-        warm = WarmStart(ppo.learner_config_dict[KNOBS_KEY], ppo.env_config).apply(module)
+        warm = warm_start(trainer.learner)
         trainer.sync_weights()
         for _ in range(budget.rl_iterations):
             trainer.step()

@@ -1,3 +1,7 @@
-"""Using a trained team: ask a trained NeuroMAS Text2SQL checkpoint questions about a SQLite file
-(:mod:`.ask`) and score a team on a set of questions (:mod:`.score`). Sits above ``training`` and
-``tracking`` in the import layers; ``cli.py`` exposes it as ``orchestrl ask``."""
+"""Using a trained team: evaluate a checkpoint, serve it over HTTP (Ray Serve), ask a Text2SQL team.
+
+``team.py`` finds a trained team from a run id or a checkpoint folder; ``evaluate.py`` scores it
+greedily on its env; ``serve.py`` answers HTTP requests with it; ``ask.py`` asks a trained NeuroMAS
+Text2SQL team questions about a SQLite file and ``score.py`` scores one on a set of questions;
+``cli.py`` holds their commands.
+"""

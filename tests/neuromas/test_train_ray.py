@@ -8,19 +8,19 @@ from pathlib import Path
 
 import pytest
 import torch
+from conftest import team_demonstrations
 from neuromas_helpers import trivial_agreement
 from ray.rllib.core.columns import Columns
 
 from orchestrl.algorithms.neuromas.team_env import TEAM
-from orchestrl.algorithms.neuromas.warm_start import collect_demonstrations
+from orchestrl.algorithms.weight_sync import sync_learner_weights
 from orchestrl.deploy.ask import Database, Team
 from orchestrl.envs.text2sql.database import database_path
 from orchestrl.envs.text2sql.schemas import SCHEMAS
 from orchestrl.experiment.builder import build_ppo_config
 from orchestrl.experiment.config import validate_config
-from orchestrl.tracking import runs as tracking
+from orchestrl.tracking.metrics import curate
 from orchestrl.training.checkpoints import build_algorithm
-from orchestrl.training.weight_carry import sync_learner_weights
 
 pytestmark = pytest.mark.ray
 
@@ -41,11 +41,16 @@ class ExpertAgreement:
 def test_warm_started_weights_reach_the_remote_env_runners(
     ray_local: Path, experiment, tmp_path: Path
 ) -> None:
-    data = experiment("text2sql", bc_epochs=10, bc_samples=256, bc_batch_size=32, word_vectors=True)
+    data = experiment(
+        "text2sql",
+        warm_start={"episodes": 256, "epochs": 10, "batch_size": 32, "lr": 3e-3},
+        word_vectors=True,
+    )
     data["resources"] = {"env_runners": 1, "envs_per_env_runner": 4, "cpus_per_env_runner": 1}
     ppo = build_ppo_config(validate_config(data))
-    demos = collect_demonstrations(ppo.env_config, 64, seed=5)
+    demos = team_demonstrations(ppo.env_config, 64, seed=5)
     obs, expert = demos.batch(slice(None))
+    expert = expert[:, : sum(len(list(v)) for v in ppo.rl_module_spec.model_config["nvecs"].values())]
     from ray import cloudpickle
 
     cloudpickle.register_pickle_by_value(sys.modules[__name__])  # ExpertAgreement runs remotely
@@ -57,7 +62,7 @@ def test_warm_started_weights_reach_the_remote_env_runners(
         # above what ignoring the observation can reach (the most common value per component)
         assert len(agreement) == 1 and agreement[0] > trivial_agreement(expert) + 0.05
         assert sync_learner_weights(algo) == 0.0
-        metrics = tracking.curate(algo.train())
+        metrics = curate(algo.train())
         assert "env/success" in metrics
         # the run's checkpoint is what `orchestrl ask` loads
         checkpoint = algo.save_to_path(str(tmp_path / "checkpoint"))

@@ -13,8 +13,7 @@ import pytest
 import torch
 from typer.testing import CliRunner
 
-from orchestrl.algorithms.neuromas.algorithm import WarmStart
-from orchestrl.algorithms.neuromas.learner import KNOBS_KEY
+from orchestrl.algorithms.behaviour_cloning import configured_warm_start
 from orchestrl.algorithms.neuromas.team_env import TEAM
 from orchestrl.cli import app
 from orchestrl.deploy.ask import Database, Team
@@ -45,21 +44,17 @@ def checkpoint(tmp_path_factory: pytest.TempPathFactory, bank_dir: Path) -> Path
             "layers": [1, 1],
             "embed_dim": 32,
             "word_vectors": True,
-            "bc_epochs": 8,
-            "bc_samples": 384,
-            "bc_batch_size": 32,
-            "bc_lr": 0.003,
             "bc_token_dropout": 0.0,
         },
+        "warm_start": {"episodes": 384, "epochs": 8, "batch_size": 32, "lr": 0.003},
         "model": {"hidden": [32]},
         "resources": {"env_runners": 0, "envs_per_env_runner": 1},
     }
     ppo = build_ppo_config(validate_config(experiment))
     trainer = InProcessTrainer(ppo)
     try:
-        module = trainer.learner.module[TEAM]
-        WarmStart(ppo.learner_config_dict[KNOBS_KEY], ppo.env_config).apply(module)
-        module.save_to_path(str(root / "team"))
+        configured_warm_start(ppo)(trainer.learner)
+        trainer.learner.module[TEAM].save_to_path(str(root / "team"))
     finally:
         trainer.stop()
         torch.set_num_threads(threads)

@@ -55,7 +55,7 @@ def distractor_pool(
                 ]
             pool.append(_lazy(FilterDuty, column=c, op="notnull"))
         for i, c in num_cols:
-            values = ops._num(frames[i][c], "large").to_numpy(dtype="float64", na_value=np.nan)
+            values = ops.as_numbers(frames[i][c], "large").to_numpy(dtype="float64", na_value=np.nan)
             for t in np.round(np.nanquantile(values, (0.15, 0.5, 0.85)), 0).tolist():
                 pool += [
                     _lazy(FilterDuty, column=c, op="gt", value=t),

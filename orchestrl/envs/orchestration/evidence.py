@@ -125,7 +125,7 @@ def column_stats(
             if numeric:  # numbers stored as text: those only the large capacity parses are dirty
                 num_flags = present & np.array([not _plain_number(t) for t in texts])
             else:
-                text_flags = present & np.array([ops._clean(t) != t for t in texts])
+                text_flags = present & np.array([ops.clean_text(t) != t for t in texts])
         n = max(int(present.sum()), 1)
         lineage = source_lineage(table, str(name), keys)
         out.append(
@@ -272,7 +272,7 @@ def _normalised(ctx: Context, source: int, column: str, numeric: bool) -> pd.Ser
     key = (source, column, numeric)
     if key not in ctx.normalised:
         raw = ctx.frames[source][column]
-        ctx.normalised[key] = ops._num(raw, "large") if numeric else ops._text(raw, "large")
+        ctx.normalised[key] = ops.as_numbers(raw, "large") if numeric else ops.as_text(raw, "large")
     return ctx.normalised[key]
 
 

@@ -365,10 +365,10 @@ class _Builder:
         if st.kind == "notnull":
             return FilterDuty(column=nullable, op="notnull")
         if st.kind == "gt":
-            values = ops._num(frame[number], "large").dropna()
+            values = ops.as_numbers(frame[number], "large").dropna()
             threshold = float(np.round(values.quantile(rng.uniform(0.25, 0.6)), 0))
             return FilterDuty(column=number, op="gt", value=threshold)
-        shares = ops._text(frame[text], "large").value_counts(normalize=True)
+        shares = ops.as_text(frame[text], "large").value_counts(normalize=True)
         choices = [v for v, share in shares.items() if 0.15 <= share <= 0.75]
         _check(bool(choices))
         return FilterDuty(column=text, op="eq", value=str(choices[int(rng.integers(len(choices)))]))
