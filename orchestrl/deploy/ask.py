@@ -13,11 +13,15 @@ Example::
     team = Team.load("runs/.../checkpoints/iter_000010")
     answer = team.ask(Database.open("shop.sqlite"), "How many products cost more than 30?")
     print(answer.sql, answer.rows)
+
+:class:`AskEndpoint` is the same over HTTP: ``POST /ask`` on ``orchestrl serve CKPT --database
+NAME=FILE.sqlite`` (:mod:`.serve`), ``{"question": "...", "database": "NAME"}`` ->
+``{"sql": "...", "rows": [[...], ...], "error": null}``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,10 +29,11 @@ from typing import Any
 import numpy as np
 import torch
 
+from orchestrl.deploy.serve import RequestError, ServedTeam
 from orchestrl.envs.spaces import MASK_KEY, OBS_KEY
 from orchestrl.envs.text2sql import actions as act
 from orchestrl.envs.text2sql.introspect import schema_from_sqlite
-from orchestrl.envs.text2sql.observation import OBS_DIM, check_question, encode_observation
+from orchestrl.envs.text2sql.observation import OBS_DIM, LimitError, check_question, encode_observation
 from orchestrl.envs.text2sql.query import PlanError, QueryPlan, render_sql
 from orchestrl.envs.text2sql.schemas import Schema
 from orchestrl.envs.text2sql.sql_runner import SQLRunner
@@ -144,3 +149,40 @@ class Team:
         with SQLRunner(db.path) as runner:
             result = runner.run(sql)
         return Answer(question, sql, result.rows, None if result.ok else result.error)
+
+
+class AskEndpoint:
+    """``POST /ask``: ``{"question": str, "database": name}`` -> ``{"sql", "rows", "error"}``.
+
+    ``database`` names one of the files registered with ``orchestrl serve --database NAME=FILE``
+    (:attr:`.serve.ServedTeam.databases`); each replica opens them read-only once, so each path
+    must be readable where the replicas run (on one machine: always). SQL that SQLite rejects, or
+    choices that make no SQL, are an answer (200) with ``error`` set, not a bad request.
+    """
+
+    path = "/ask"
+
+    def __init__(self, served: ServedTeam) -> None:
+        from orchestrl.algorithms.neuromas.team_env import TEAM
+
+        self.team = Team(served.policy.module[TEAM], served.checkpoint)
+        self.databases = {name: Database.open(path) for name, path in served.databases.items()}
+
+    def __call__(self, body: Mapping[str, Any]) -> dict[str, Any]:
+        question, name = body.get("question"), body.get("database")
+        if not isinstance(question, str) or not question.strip():
+            raise RequestError("question", "required: the question, a non-empty string")
+        if not isinstance(name, str):
+            raise RequestError("database", f"required: one of {sorted(self.databases)} (a string)")
+        database = self.databases.get(name)
+        if database is None:
+            known = ", ".join(sorted(self.databases)) or "none; serve with --database NAME=FILE.sqlite"
+            raise RequestError("database", f"unknown database {name!r} (registered: {known})", status=404)
+        try:
+            answer = self.team.ask(database, question)
+        except LimitError as err:
+            raise RequestError("question", str(err)) from None
+        rows = [
+            [value if not isinstance(value, bytes) else value.hex() for value in row] for row in answer.rows
+        ]
+        return {"sql": answer.sql, "rows": rows, "error": answer.error}

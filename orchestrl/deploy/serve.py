@@ -11,7 +11,10 @@ Routes:
 - ``POST /act``, for every env: ``{"observations": {agent: observation}}`` ->
   ``{"actions": {agent: action}}``, the greedy joint action
   (:class:`~orchestrl.experiment.policy.TrainedPolicy`; observations as the env the team trained on
-  gives them, JSON numbers and lists, objects for Dict spaces).
+  gives them, JSON numbers and lists, objects for Dict spaces);
+- ``POST /ask``, for a Text2SQL team: ``{"question": ..., "database": NAME}`` -> ``{"sql": ...,
+  "rows": [...], "error": ...}`` about a SQLite file registered with ``--database NAME=FILE``
+  (:class:`orchestrl.deploy.ask.AskEndpoint`).
 
 A bad request gets HTTP 4xx and ``{"error": "<field>: <what is wrong>", "field": "<field>"}``,
 the field as a dotted path (``observations.agent_0``); an unknown route 404, a wrong method 405.
@@ -56,6 +59,8 @@ class ServedTeam:
     family: str
     experiment: dict[str, Any] = field(default_factory=dict)
     """The run's resolved experiment config (``ExperimentConfig.to_dict()``)."""
+    databases: dict[str, str] = field(default_factory=dict)
+    """Text2SQL: the SQLite files ``POST /ask`` answers about, name -> path (``--database``)."""
 
 
 class Endpoint(Protocol):
@@ -84,6 +89,7 @@ class ActEndpoint:
 
 ENDPOINTS: dict[str, tuple[str, ...]] = {
     "*": ("orchestrl.deploy.serve:ActEndpoint",),
+    "text2sql": ("orchestrl.deploy.ask:AskEndpoint",),
 }
 """Env family (``orchestrl envs``) -> the endpoints its teams serve (module docstring)."""
 
@@ -108,6 +114,7 @@ class TeamRouter:
             "family": team.family,
             **team.policy.describe(),
             "endpoints": {path: "POST" for path in sorted(self.endpoints)},
+            **({"databases": sorted(team.databases)} if team.databases else {}),
         }
 
     def handle(self, method: str, path: str, body: bytes) -> tuple[int, dict[str, Any]]:

@@ -1,5 +1,6 @@
-"""``orchestrl ask`` with a team trained in the test: on a test-schema database file and on one built
-by hand; read-only (bytes and mtime unchanged); anything beyond the action space is one line."""
+"""``orchestrl ask`` with a team trained in the session (``conftest.checkpoint``): on a test-schema
+database file and on one built by hand; read-only (bytes and mtime unchanged); anything beyond the
+action space is one line."""
 
 from __future__ import annotations
 
@@ -10,75 +11,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import torch
 from typer.testing import CliRunner
 
-from orchestrl.algorithms.behaviour_cloning import configured_warm_start
-from orchestrl.algorithms.neuromas.team_env import TEAM
 from orchestrl.cli import app
 from orchestrl.deploy.ask import Database, Team
 from orchestrl.envs.text2sql.bank import QuestionBank
 from orchestrl.envs.text2sql.env import Text2SQLEnv
 from orchestrl.envs.text2sql.observation import encode_observation
-from orchestrl.experiment.builder import build_ppo_config
-from orchestrl.experiment.config import validate_config
-from orchestrl.training.inprocess import InProcessTrainer
-
-
-@pytest.fixture(scope="module")
-def checkpoint(tmp_path_factory: pytest.TempPathFactory, bank_dir: Path) -> Path:
-    """A small NeuroMAS-3 cloned from the expert on "how many ..." questions (about 20 s)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    root = tmp_path_factory.mktemp("ask_team")
-    experiment = {
-        "name": "ask",
-        "seed": 0,
-        "run_dir": str(root / "runs"),
-        "env": {
-            "name": "text2sql",
-            "kwargs": {"data_dir": str(bank_dir), "question_kinds": ["count_all", "count_where"]},
-        },
-        "algorithm": {
-            "name": "neuromas",
-            "layers": [1, 1],
-            "embed_dim": 32,
-            "word_vectors": True,
-            "bc_token_dropout": 0.0,
-        },
-        "warm_start": {"episodes": 384, "epochs": 8, "batch_size": 32, "lr": 0.003},
-        "model": {"hidden": [32]},
-        "resources": {"env_runners": 0, "envs_per_env_runner": 1},
-    }
-    ppo = build_ppo_config(validate_config(experiment))
-    trainer = InProcessTrainer(ppo)
-    try:
-        configured_warm_start(ppo)(trainer.learner)
-        trainer.learner.module[TEAM].save_to_path(str(root / "team"))
-    finally:
-        trainer.stop()
-        torch.set_num_threads(threads)
-    return root / "team"
-
-
-@pytest.fixture
-def pets(tmp_path: Path) -> Path:
-    """A database built by hand, in no schema the env knows."""
-    path = tmp_path / "pets.sqlite"
-    con = sqlite3.connect(path)
-    con.executescript(
-        """
-        CREATE TABLE owners (id INTEGER PRIMARY KEY, full_name TEXT, town TEXT);
-        CREATE TABLE pets (id INTEGER PRIMARY KEY, owner_id INTEGER REFERENCES owners(id), name TEXT,
-                           species TEXT, age INTEGER, weight REAL);
-        INSERT INTO owners VALUES (1, 'Ada Byron', 'Leeds'), (2, 'Alan Turing', 'Wilmslow');
-        INSERT INTO pets VALUES (1, 1, 'Rex', 'Dog', 7, 31.5), (2, 1, 'Tom', 'Cat', 3, 4.2),
-            (3, 2, 'Kiwi', 'Parrot', 12, 0.4), (4, 2, 'Bella', 'Dog', 2, 12.0), (5, 2, 'Milo', 'Cat', 9, 5.1);
-        """
-    )
-    con.commit()
-    con.close()
-    return path
 
 
 def _fingerprint(path: Path) -> tuple[str, int]:
