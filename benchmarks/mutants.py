@@ -78,6 +78,14 @@ FAULTS = (
         ("tests/learning/test_training_beats_untrained.py", "tests/credit/test_warm_start.py"),
     ),
     Fault(
+        "neuromas_advantage_sign",
+        "NeuroMAS' joint loss (PPO and REINFORCE) is handed -A instead of A",
+        "orchestrl/algorithms/neuromas/learner.py",
+        "            advantages=batch[Postprocessing.ADVANTAGES],\n",
+        "            advantages=-batch[Postprocessing.ADVANTAGES],\n",
+        ("tests/neuromas/test_learning.py::test_two_training_iterations_in_process",),
+    ),
+    Fault(
         "messages_not_cut",
         "NeuroMAS' cut variant (messages: none) is built with continuous messages: its composer still"
         " receives what the extractor read",

@@ -39,6 +39,8 @@ Run:
                                                    # the language goal: 60 cloning epochs on 8,192 demos
     python benchmarks/neuromas.py --variants neuromas5 neuromas5_cut --seeds 2
     python benchmarks/neuromas.py --score <checkpoint>   # every split and both hand-written sets
+    python benchmarks/neuromas.py --summarise run.err    # the figures of the runs an interrupted run
+                                                         # finished (its stderr), each over its seeds
 
 Measured: see the README's NeuroMAS section (the full run's JSON, command and wall time).
 """
@@ -405,6 +407,64 @@ def score_checkpoint(path: str) -> dict[str, Any]:
     return result
 
 
+def read_log(path: Path) -> dict[str, dict[int, dict[str, float]]]:
+    """The per-run lines (``seed N VARIANT {json}``) a run printed on stderr: variant -> seed -> result."""
+    runs: dict[str, dict[int, dict[str, float]]] = {}
+    for line in path.read_text().splitlines():
+        parts = line.split(None, 3)
+        if len(parts) == 4 and parts[0] == "seed" and parts[2] in VARIANTS:
+            runs.setdefault(parts[2], {})[int(parts[1])] = json.loads(parts[3])
+    return {name: runs[name] for name in VARIANTS if name in runs}
+
+
+def tabulate(runs: dict[str, dict[int, dict[str, float]]], baseline: dict[str, Any]) -> dict[str, Any]:
+    """The benchmark's figures from each variant's runs (seed -> result): IQM and CIs over the seeds
+    each variant has, the blind baseline and the goals."""
+    per = {name: [by_seed[s] for s in sorted(by_seed)] for name, by_seed in runs.items()}
+
+    def table(key: str) -> dict[str, Any]:
+        return {n: summary([r[key] for r in rs]) for n, rs in per.items()}
+
+    result: dict[str, Any] = {
+        "seeds": {n: sorted(by_seed) for n, by_seed in runs.items()},
+        "heldout_execution_accuracy": table("heldout"),
+        "natural_accuracy": table("natural"),
+        "heldout_unseen_grammar_accuracy": table("heldout_unseen_grammar"),
+        "blind_baseline": baseline,
+        "params": {n: int(rs[0]["params"]) for n, rs in per.items()},
+        "env_steps": {n: int(rs[0]["env_steps"]) for n, rs in per.items()},
+        "cpu_minutes": {n: cpu_summary([r["cpu_minutes"] for r in rs]) for n, rs in per.items()},
+    }
+    if "neuromas7_grown" in per:
+        result["grown_at_growth_heldout_per_seed"] = [
+            round(r["at_growth"], 4) for r in per["neuromas7_grown"]
+        ]
+    result["goals"] = goals(result)
+    return result
+
+
+def summarise_log(path: Path, budget: Budget, mode: str) -> dict[str, Any]:
+    """The figures of the runs an interrupted benchmark finished (its stderr log), each variant over
+    the seeds it completed; the blind baseline is computed afresh (it trains nothing)."""
+    runs = read_log(path)
+    if not runs:
+        raise SystemExit(f"{path}: no per-run lines ('seed N VARIANT {{...}}') in it")
+    with tempfile.TemporaryDirectory(prefix="neuromas_bench_") as tmp:
+        ev = evaluation(Path(tmp) / "text2sql")
+        baseline = blind_baseline(ev)
+        counts = {"heldout": len(ev.test), "natural": len(ev.natural)}
+    result = {
+        "benchmark": "neuromas_text2sql_v2",
+        "mode": mode,
+        "budget": asdict(budget),
+        "partial": {"log": str(path), "variants_missing": [n for n in VARIANTS if n not in runs]},
+        **tabulate(runs, baseline),
+        "questions": counts,
+    }
+    print(json.dumps(result, indent=2))
+    return result
+
+
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="1 seed, tiny budgets (under 4 minutes)")
@@ -413,12 +473,18 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--seeds", type=int, default=None, help="override the number of seeds")
     parser.add_argument("--jobs", type=int, default=2, help="runs trained at once (one process each)")
     parser.add_argument("--score", metavar="CHECKPOINT", help="only score a trained text2sql checkpoint")
+    parser.add_argument(
+        "--summarise", metavar="LOG", help="the figures of the runs an interrupted run's stderr LOG holds"
+    )
     args = parser.parse_args(argv)
     if args.score:
         return score_checkpoint(args.score)
+    mode = "quick" if args.quick else "long" if args.long else "full"
+    budget = QUICK if args.quick else LONG if args.long else FULL
+    if args.summarise:
+        return summarise_log(Path(args.summarise), budget, mode)
     if "neuromas7_grown" in args.variants and "neuromas5" not in args.variants:
         parser.error("neuromas7_grown grows the same seed's neuromas5: run neuromas5 too")
-    budget = QUICK if args.quick else LONG if args.long else FULL
     torch.set_num_threads(1)
     started, cpu_started = time.perf_counter(), time.process_time()
     with tempfile.TemporaryDirectory(prefix="neuromas_bench_") as tmp:
@@ -432,25 +498,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         counts = {"heldout": len(ev.test), "natural": len(ev.natural)}
     result: dict[str, Any] = {
         "benchmark": "neuromas_text2sql_v2",
-        "mode": "quick" if args.quick else "long" if args.long else "full",
+        "mode": mode,
         "budget": asdict(budget),
-        "seeds": seeds,
-        "heldout_execution_accuracy": {n: summary([r["heldout"] for r in rs]) for n, rs in runs.items()},
-        "natural_accuracy": {n: summary([r["natural"] for r in rs]) for n, rs in runs.items()},
-        "heldout_unseen_grammar_accuracy": {
-            n: summary([r["heldout_unseen_grammar"] for r in rs]) for n, rs in runs.items()
-        },
-        "blind_baseline": baseline,
-        "params": {n: int(rs[0]["params"]) for n, rs in runs.items()},
-        "env_steps": {n: int(rs[0]["env_steps"]) for n, rs in runs.items()},
-        "cpu_minutes": {n: cpu_summary([r["cpu_minutes"] for r in rs]) for n, rs in runs.items()},
+        **tabulate({n: dict(zip(seeds, rs, strict=True)) for n, rs in runs.items()}, baseline),
         "questions": counts,
     }
-    if "neuromas7_grown" in runs:
-        result["grown_at_growth_heldout_per_seed"] = [
-            round(r["at_growth"], 4) for r in runs["neuromas7_grown"]
-        ]
-    result["goals"] = goals(result)
     result["wall_minutes"] = round((time.perf_counter() - started) / 60, 1)
     result["driver_cpu_minutes"] = round((time.process_time() - cpu_started) / 60, 2)
     print(json.dumps(result, indent=2))

@@ -14,3 +14,25 @@ def trivial_agreement(expert: torch.Tensor) -> float:
     best = float((expert == modes).float().mean())
     assert best >= float((expert == 0).float().mean())
     return best
+
+
+def greedy_team_reward(module, env, questions: int = 48) -> float:
+    """The mean team reward of ``module``'s greedy joint action on the first ``questions`` Text2SQL
+    questions of ``env`` (a ``NeuromasTeamEnv``): a fixed set, so a trained and an untrained team
+    answer the same ones."""
+    import numpy as np
+    import tree
+    from ray.rllib.core.columns import Columns
+
+    from orchestrl.algorithms.neuromas.team_env import TEAM
+
+    rewards = []
+    for i in range(questions):
+        obs, _ = env.reset(options={"question_index": i})
+        batch = tree.map_structure(lambda x: torch.as_tensor(np.asarray(x))[None], obs[TEAM])
+        with torch.no_grad():
+            logits = module.forward_inference({Columns.OBS: batch})[Columns.ACTION_DIST_INPUTS]
+        dist = module.env_action_dist_cls().from_logits(logits[:, : sum(module.env_lens)])
+        action = dist.to_deterministic().sample()[0].numpy()
+        rewards.append(env.step({TEAM: action})[1][TEAM])
+    return float(np.mean(rewards))

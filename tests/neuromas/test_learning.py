@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 import torch
 from conftest import team_demonstrations
-from neuromas_helpers import trivial_agreement
+from neuromas_helpers import greedy_team_reward, trivial_agreement
 from ray.rllib.core.columns import Columns
 
 from orchestrl.algorithms.behaviour_cloning import configured_warm_start
-from orchestrl.algorithms.neuromas.team_env import TEAM
+from orchestrl.algorithms.neuromas.team_env import TEAM, NeuromasTeamEnv
 from orchestrl.experiment.builder import build_ppo_config
 from orchestrl.experiment.config import validate_config
 from orchestrl.training.inprocess import InProcessTrainer
@@ -118,23 +118,39 @@ def test_auxiliary_reward_loss_decreases(experiment) -> None:
     ],
 )
 def test_two_training_iterations_in_process(experiment, env: str, knobs: dict) -> None:
+    """Two PPO/REINFORCE iterations: finite losses, weights that moved and reached the env runner,
+    and on Text2SQL a greedy team that earns more on a fixed set of questions than before training
+    (measured, seed 3, 2 iterations of 128 steps: -0.400 -> -0.196 continuous, -0.106 -> -0.094 word
+    vectors + inputs, -0.170 -> -0.116 discrete REINFORCE; the reward is mostly the invalid-SQL
+    penalty at first, which RL removes first)."""
     import ray
 
     trainer, hook = trainer_for(experiment, env, **knobs)
+    team_env = NeuromasTeamEnv(trainer.config.env_config) if env == "text2sql" else None
     try:
         if hook is not None:
             hook(trainer.learner)
             trainer.sync_weights()
+        before = greedy_team_reward(trainer.runner.module[TEAM], team_env) if team_env else None
         first_weights = [p.detach().clone() for p in trainer.learner.module[TEAM].parameters()]
         results = [trainer.step()[TEAM] for _ in range(2)]
         after = list(trainer.learner.module[TEAM].parameters())
+        runner_state = trainer.runner.module[TEAM].get_state(inference_only=True)
+        learner_state = trainer.learner.module[TEAM].get_state(inference_only=True)
+        if team_env is not None:
+            trained = greedy_team_reward(trainer.runner.module[TEAM], team_env)
+            assert trained > before, (before, trained)
     finally:
         trainer.stop()
+        if team_env is not None:
+            team_env.close()
     assert not ray.is_initialized()
     for result in results:
         for key in ("policy_loss", "vf_loss", "entropy"):
             assert np.isfinite(result[key]), key
     assert any(not torch.equal(a, b) for a, b in zip(first_weights, after, strict=True))
+    for name, value in learner_state.items():  # the env runner acts with the trained weights
+        torch.testing.assert_close(torch.as_tensor(runner_state[name]), torch.as_tensor(value), msg=name)
 
 
 def test_demonstrations_carry_the_experts_discounted_returns(experiment) -> None:
