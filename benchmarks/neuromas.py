@@ -310,11 +310,14 @@ def run_all(
     grown_after = {("neuromas5", s): ("neuromas7_grown", s) for s in seeds if "neuromas7_grown" in order}
     runs: dict[str, dict[int, dict[str, float]]] = {name: {} for name in order}
     with worker_pool(jobs, root) as pool:
-        pending = {
-            pool.submit(run_text2sql, name, seed, budget, data_dir, hidden[name], modules): (name, seed)
-            for name, seed in waiting
-        }
-        while pending:
+        # At most ``jobs`` runs in flight, seed by seed, each grown run right after its -5 (not
+        # behind every other seed's runs), so a run cut short still holds whole seeds.
+        pending: dict[Any, tuple[str, int]] = {}
+        while waiting or pending:
+            while waiting and len(pending) < jobs:
+                name, seed = waiting.pop(0)
+                args = (name, seed, budget, data_dir, hidden[name], modules)
+                pending[pool.submit(run_text2sql, *args)] = (name, seed)
             done, _ = wait(pending, return_when=FIRST_COMPLETED)
             for future in done:
                 name, seed = pending.pop(future)
@@ -322,9 +325,7 @@ def run_all(
                 line = json.dumps({k: round(v, 4) for k, v in result.items()})
                 print(f"seed {seed} {name:22s} {line}", file=sys.stderr, flush=True)
                 if (name, seed) in grown_after:
-                    g_name, g_seed = grown_after[(name, seed)]
-                    args = (g_name, g_seed, budget, data_dir, hidden[g_name], modules)
-                    pending[pool.submit(run_text2sql, *args)] = (g_name, g_seed)
+                    waiting.insert(0, grown_after[(name, seed)])
     return {name: [by_seed[s] for s in seeds] for name, by_seed in runs.items()}
 
 
