@@ -472,6 +472,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--long", action="store_true", help="the language goal's budget (LONG)")
     parser.add_argument("--variants", nargs="*", default=list(VARIANTS), choices=list(VARIANTS))
     parser.add_argument("--seeds", type=int, default=None, help="override the number of seeds")
+    parser.add_argument(
+        "--first-seed", type=int, default=0, help="seeds first-seed .. first-seed + seeds - 1"
+    )
     parser.add_argument("--jobs", type=int, default=2, help="runs trained at once (one process each)")
     parser.add_argument("--score", metavar="CHECKPOINT", help="only score a trained text2sql checkpoint")
     parser.add_argument(
@@ -492,7 +495,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         root = Path(tmp)
         quiet_environment(root)
         silence_noise(verbose=False)
-        seeds = list(range(args.seeds or budget.seeds))
+        seeds = list(range(args.first_seed, args.first_seed + (args.seeds or budget.seeds)))
         runs = run_all(args.variants, seeds, budget, root, max(1, args.jobs))
         ev = evaluation(root / "text2sql")
         baseline = blind_baseline(ev)

@@ -177,6 +177,7 @@ def serve_command(
     if not (address or os.environ.get("RAY_ADDRESS")) and not port_free(host, port):
         fail(f"--port {port}: {host}:{port} is already in use")
     served = serve.ServedTeam(policy, str(team.checkpoint), family, cfg.to_dict(), databases)
+    serve.serve_environment()
     stop = threading.Event()
     with ray_session(cfg.resources, Path(run_dir or cfg.run_dir), address=address, verbose=verbose):
         for signum in (signal.SIGINT, signal.SIGTERM):  # after Ray's own handlers are installed

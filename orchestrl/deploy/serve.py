@@ -31,6 +31,7 @@ from __future__ import annotations
 import importlib
 import json
 import logging
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -38,6 +39,20 @@ from typing import Any, Protocol
 from orchestrl.experiment.policy import ObservationError, TrainedPolicy, to_json
 
 APP_NAME = "orchestrl"
+SERVE_NAMESPACE = "serve"
+"""The Ray namespace of Serve's controller and proxies."""
+SERVE_ENVIRONMENT = {"RAY_SERVE_PROXY_READY_CHECK_TIMEOUT_S": "60"}
+"""Set (unless already set) before a local Ray starts, so its workers inherit it: Serve's controller
+kills an HTTP proxy that is not ready within 5 s (its default) and ``serve.start`` then fails with
+the proxy's ActorDiedError; on a loaded 2-core machine a proxy's worker takes longer than that."""
+
+
+def serve_environment() -> None:
+    """Applies :data:`SERVE_ENVIRONMENT` to this process's environment (call before Ray starts)."""
+    import os
+
+    for key, value in SERVE_ENVIRONMENT.items():
+        os.environ.setdefault(key, value)
 
 
 class RequestError(ValueError):
@@ -191,11 +206,25 @@ def start(
     return f"http://{host}:{port}"
 
 
-def stop(*, keep_serve: bool = False) -> None:
+def stop(*, keep_serve: bool = False, timeout_s: float = 60.0) -> None:
     """Removes the application, and Serve's controller and HTTP proxies unless ``keep_serve``
-    (a cluster's Serve may hold other applications; a local Ray's ends with its session anyway)."""
+    (a cluster's Serve may hold other applications; a local Ray's ends with its session anyway).
+
+    Without ``keep_serve`` it returns once Serve's actors are gone: ``serve.shutdown()`` returns
+    while the old controller is still killing its proxies by name, and a Serve started in the same
+    Ray session meanwhile had its new proxy (same name) killed before it ran."""
+    import ray
     from ray import serve
 
     serve.delete(APP_NAME)
-    if not keep_serve:
-        serve.shutdown()
+    if keep_serve:
+        return
+    serve.shutdown()
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if not any(
+            a.get("namespace") == SERVE_NAMESPACE for a in ray.util.list_named_actors(all_namespaces=True)
+        ):
+            return
+        time.sleep(0.2)
+    logging.getLogger(__name__).warning("Serve's actors were still alive %.0f s after shutdown", timeout_s)

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 import torch
 
 
@@ -36,3 +39,38 @@ def greedy_team_reward(module, env, questions: int = 48) -> float:
         action = dist.to_deterministic().sample()[0].numpy()
         rewards.append(env.step({TEAM: action})[1][TEAM])
     return float(np.mean(rewards))
+
+
+def small_experiment(
+    env: str, data_dir: Path, warm_start: dict[str, Any] | None = None, **algorithm: Any
+) -> dict[str, Any]:
+    if env == "text2sql":
+        kwargs: dict[str, Any] = {"data_dir": str(data_dir)}
+    elif env == "orchestration":
+        kwargs = {}
+    else:
+        kwargs = {"max_cycles": 10}
+        algorithm.setdefault("input_agents", ["speaker_0"])
+    return {
+        "name": "nm",
+        "seed": 3,
+        "run_dir": str(data_dir / "runs"),
+        "env": {"name": env, "kwargs": kwargs},
+        "algorithm": {"name": "neuromas", "embed_dim": 32, "layers": [1, 1], **algorithm},
+        "model": {"hidden": [32]},
+        "resources": {"env_runners": 0, "envs_per_env_runner": 8},
+        "training": {"train_batch_size": 128, "minibatch_size": 64, "num_epochs": 1},
+        "warm_start": warm_start or {},
+    }
+
+
+def team_demonstrations(env_config: dict[str, Any], episodes: int, *, seed: int = 0, gamma: float = 0.99):
+    """The env expert's team demonstrations (what the NeuroMAS warm start clones)."""
+    from orchestrl.algorithms.behaviour_cloning import collect_demonstrations
+    from orchestrl.algorithms.neuromas.team_env import TEAM, NeuromasTeamEnv
+
+    env = NeuromasTeamEnv(env_config)
+    try:
+        return collect_demonstrations(env, env.team_expert, episodes, seed=seed, gamma=gamma)[TEAM]
+    finally:
+        env.close()

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import small_experiment
+from neuromas_helpers import small_experiment
 
 from orchestrl.algorithms.neuromas.network import NeuromasNet
 from orchestrl.algorithms.neuromas.team_env import TEAM

@@ -8,8 +8,7 @@ import math
 import numpy as np
 import pytest
 import torch
-from conftest import team_demonstrations
-from neuromas_helpers import greedy_team_reward, trivial_agreement
+from neuromas_helpers import greedy_team_reward, team_demonstrations, trivial_agreement
 from ray.rllib.core.columns import Columns
 
 from orchestrl.algorithms.behaviour_cloning import configured_warm_start

@@ -8,8 +8,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import team_demonstrations
-from neuromas_helpers import trivial_agreement
+from neuromas_helpers import team_demonstrations, trivial_agreement
 from ray.rllib.core.columns import Columns
 
 from orchestrl.algorithms.neuromas.team_env import TEAM
