@@ -9,7 +9,7 @@ consider for these tables (:func:`propose`):
 - dedup: on a column or a pair; a near-unique column that repeats (a key with duplicates) is
   always proposed;
 - join: every column name a dimension shares with the fact table (always proposed), and pairs of
-  differently named category columns;
+  differently named text columns (with one table, self-joins on its text columns);
 - derive: arithmetic on every pair of number columns, named by the domain's convention;
 - aggregate: every measure by every category column (or pair), ``name = fn_column``;
 - top-k: every number column, k in 3, 5, 10;
@@ -206,6 +206,8 @@ def _join_pool(frames: list[pd.DataFrame]) -> tuple[list[Any], list[Any]]:
             for b in right_text
             if a != b
         ]
+    if len(frames) == 1:  # one table: nothing to join; keys of a self-join keep the list full
+        rest += [JoinDuty(left_on=c, right_on=c) for c in left_text]
     return salient, rest
 
 

@@ -20,7 +20,8 @@ task ``s``.
 
 Beyond the PettingZoo API: ``expert_actions()`` (the solver's plan, :mod:`.solver`, which reads
 the public inputs only), ``counterfactual(spec, agent, edit)``, ``episode_record()``,
-``last_spec`` / ``last_yaml`` / ``last_source``. At the end of an episode every agent's info
+``evaluate(spec)``, ``last_spec`` / ``last_yaml`` / ``last_source``, and
+``reset(options={"task": task})`` to play a given :class:`.tasks.Task`. At the end of an episode every agent's info
 carries ``metrics`` (floats: success, score, each reward term, cache_hit_rate, ...; with
 ``reference_metrics`` also the solver's and a uniformly random team's success on the same task)
 and ``episode`` (task, per-agent actions, score) for later counterfactuals.
@@ -181,7 +182,12 @@ class OrchestrationEnv(ParallelEnv):
             task_seed = int(self._rng.integers(0, self.task_pool or HELDOUT_OFFSET))
         if options and "task_seed" in options:
             task_seed = int(options["task_seed"])
-        self._task = generate_task(self.level, self.split, task_seed)
+        task = (options or {}).get("task")
+        if task is not None and not isinstance(task, Task):
+            raise TypeError(f"options['task'] must be a Task, not {type(task).__name__}")
+        if task is not None and task.key.level != self.level:
+            raise ValueError(f"options['task'] is a level-{task.key.level} task; this env is level {self.level}")
+        self._task = task if task is not None else generate_task(self.level, self.split, task_seed)
         self._task_part = self.builder.task_features(self._task.public, self._task.candidates)
         self.agents = list(self.possible_agents)
         self._round = 0
@@ -275,6 +281,11 @@ class OrchestrationEnv(ParallelEnv):
     @property
     def last_score(self) -> Score | None:
         return self._last
+
+    def evaluate(self, spec: OrchestrationSpec | str) -> Score:
+        """Executes ``spec`` on the current task in the sandbox and scores it (outside any episode)."""
+        spec = parse_spec(spec)
+        return self._scorer(self.task).score(self._execution().execute(self.task, spec))
 
     def expert_actions(self) -> dict[str, np.ndarray]:
         """Actions that write the solver's plan for the current task (:mod:`.solver`: a search

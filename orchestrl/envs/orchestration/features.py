@@ -142,7 +142,7 @@ class ObservationBuilder:
     # ------------------------------------------------------------------------------ task part
     def task_features(self, public: Any, candidates: Mapping[Role, Sequence[Any]]) -> np.ndarray:
         """The part shared by all agents, from the public inputs and their candidates only."""
-        view = PublicView(public)
+        view = public.view
         return np.concatenate(
             [
                 self._sources(view),
@@ -300,6 +300,8 @@ class PublicView:
         self.all_columns = {c for p in self.profiles for c in p}
         self.n_examples = max(len(self.examples), 1)
         self._links: dict[int, list[pd.DataFrame | None]] = {}
+        self._kept: dict[tuple[Any, int], np.ndarray | None] = {}
+        self._numbers: dict[tuple[Role, Any, int | None], np.ndarray] = {}
 
     # --------------------------------------------------------------------------- lookups
     def holders(self, target_column: str) -> list[int]:
@@ -385,6 +387,12 @@ class PublicView:
     # --------------------------------------------------------------------------- numbers
     def numbers(self, role: Role, duty: Any, home: int | None) -> np.ndarray:
         """The candidate's :data:`CANDIDATE_NUMBERS` (``home``: the table a cleaning duty acts on)."""
+        key = (role, duty, home)
+        if key not in self._numbers:
+            self._numbers[key] = self._compute_numbers(role, duty, home)
+        return self._numbers[key]
+
+    def _compute_numbers(self, role: Role, duty: Any, home: int | None) -> np.ndarray:
         reads = list(duty.columns_read())
         stats = [p for c in reads for p in self.stats(c, home if role in (Role.FILTER, Role.DEDUP) else None)]
         in_target = [self.shown_as(c) is not None for c in reads]
@@ -441,18 +449,49 @@ class PublicView:
             return (sum(self.shown_as(c) is not None for c in cols) / len(cols) if cols else 0.0), 0.0, 0.0
         return 0.0, 0.0, 0.0
 
+    def kept(self, duty: Any, home: int) -> np.ndarray | None:
+        """The rows of source ``home`` a cleaning duty keeps at large capacity (None when it
+        cannot run there); what ``ops`` computes, read off the column profiles."""
+        key = (duty, home)
+        if key not in self._kept:
+            self._kept[key] = self._kept_rows(duty, home)
+        return self._kept[key]
+
+    def _kept_rows(self, duty: Any, home: int) -> np.ndarray | None:
+        frame, columns = self.frames[home], self.profiles[home]
+        if isinstance(duty, DedupDuty):
+            try:
+                out, _ = ops.op_dedup(frame, duty.subset, "large")
+            except (KeyError, TypeError, ValueError):
+                return None
+            return frame.index.isin(out.index)
+        if duty.column is None:
+            try:
+                out, _ = ops.op_filter(frame, None, "notnull", None, "large")
+            except (KeyError, TypeError, ValueError):
+                return None
+            return frame.index.isin(out.index)
+        column = columns.get(str(duty.column))
+        if column is None:
+            return None
+        if duty.op in ("gt", "lt"):
+            if column.numbers is None:
+                numbers = pd.to_numeric(column.text, errors="coerce").to_numpy(dtype=float)
+            else:
+                numbers = column.numbers.to_numpy(dtype=float)
+            with np.errstate(invalid="ignore"):
+                return numbers > float(duty.value) if duty.op == "gt" else numbers < float(duty.value)
+        present = ~column.missing
+        if duty.op == "notnull":
+            return present
+        equal = (column.text == duty.value).fillna(False).to_numpy(dtype=bool) & present
+        return equal if duty.op == "eq" else present & ~equal
+
     def _keep(self, role: Role, duty: Any, home: int | None) -> float:
         if home is None or home == POST or role not in (Role.FILTER, Role.DEDUP):
             return 1.0
-        frame = self.frames[home]
-        try:
-            if isinstance(duty, FilterDuty):
-                out, _ = ops.op_filter(frame, duty.column, duty.op, duty.value, "large")
-            else:
-                out, _ = ops.op_dedup(frame, duty.subset, "large")
-        except (KeyError, TypeError, ValueError):
-            return 0.0
-        return len(out) / max(len(frame), 1)
+        kept = self.kept(duty, home)
+        return float(kept.mean()) if kept is not None and len(kept) else 0.0
 
     def _check(self, role: Role, duty: Any, home: int | None) -> tuple[float, float]:
         """(can the examples be checked against this duty, share of example rows that agree)."""
@@ -467,7 +506,11 @@ class PublicView:
     def _check_filter(self, duty: FilterDuty, home: int) -> tuple[float, float]:
         """A filter agrees with an example row when some source row it links to passes it (the
         column itself, when the target shows it, is one of the linking columns)."""
-        judged = [_keeps_some(r, duty) for r in self.linked(home) if r is not None]
+        kept = self.kept(duty, home)
+        if kept is None:
+            return 0.0, 0.0
+        index = self.frames[home].index[kept]
+        judged = [bool(r.index.isin(index).any()) for r in self.linked(home) if r is not None]
         if not judged:
             return 0.0, 0.0
         return len(judged) / self.n_examples, float(np.mean(judged))
@@ -537,15 +580,6 @@ def _canon(value: Any) -> Any:
         return round(float(value), 6)
     except (TypeError, ValueError):
         return str(value)
-
-
-def _keeps_some(rows: pd.DataFrame, duty: FilterDuty) -> bool:
-    """Whether the filter (at large capacity) keeps at least one of ``rows``."""
-    try:
-        out, _ = ops.op_filter(rows, duty.column, duty.op, duty.value, "large")
-    except (KeyError, TypeError, ValueError):
-        return False
-    return len(out) > 0
 
 
 def _agrees(column: ColumnProfile, value: Any) -> np.ndarray:

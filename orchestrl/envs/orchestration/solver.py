@@ -92,7 +92,7 @@ def solve(task: Any, executor: Any, budget: int | None = None) -> Solution:
     public = task.public
     level = public.level
     budget = budget or BUDGET[level.number]
-    view = PublicView(public)
+    view = public.view
     checker = _ExampleCheck(public)
     best: tuple[float, dict[int, Stage], OrchestrationSpec | None] = (-1.0, {}, None)
     executions = 0
@@ -112,15 +112,21 @@ def solve(task: Any, executor: Any, budget: int | None = None) -> Solution:
     return Solution(best[1], best[2], False, executions, time.perf_counter() - started)
 
 
-def solver_actions(solution: Solution, task: Any, layout: ActionLayout) -> dict[str, np.ndarray]:
-    """One action per agent slot that writes the solver's spec (idle where it has no node)."""
-    nodes = list(solution.spec.nodes) if solution.spec is not None else []
+def spec_actions(spec: OrchestrationSpec | None, task: Any, layout: ActionLayout) -> dict[str, np.ndarray]:
+    """One action per agent slot that writes ``spec`` (nodes ``agent_<slot>``; idle where it has
+    no node). Deps that are a table's chain head become table references (see :mod:`.actions`)."""
+    nodes = list(spec.nodes) if spec is not None else []
     by_id = {n.id: n for n in nodes}
     out = {}
     for i in range(layout.agents):
         before = [n.model_dump(mode="json") for n in nodes if int(n.id.rsplit("_", 1)[1]) < i]
         out[agent_id(i)] = layout.encode(task, i, by_id.get(agent_id(i)), before)
     return out
+
+
+def solver_actions(solution: Solution, task: Any, layout: ActionLayout) -> dict[str, np.ndarray]:
+    """The actions that write the solver's plan."""
+    return spec_actions(solution.spec, task, layout)
 
 
 # ------------------------------------------------------------------------------ the examples
@@ -243,10 +249,23 @@ def _ranked_plans(view: PublicView, candidates: Mapping[Role, Sequence[Any]], le
             ]
     # post stages: distinct roles in canonical order
     by_role: dict[Role, list[Stage]] = {r: [st for _, st in options[Family.POST] if st.role is r] for r in POST_ROLES}
+    wanted = set(target)
+
+    def ends_right(stage: Stage) -> bool:
+        """A select or an aggregate fixes the output's columns: they must be the target's."""
+        duty = stage.duty
+        if isinstance(duty, SelectDuty):
+            return duty.columns is not None and {new for _, new in duty.columns} == wanted
+        return isinstance(duty, AggregateDuty) and set(duty.by or ()) | {duty.name} == wanted
+
     post_sets: list[tuple[Stage, ...]] = [()]
     for size in range(1, n_post + 1):
         for roles in itertools.combinations(POST_ROLES, size):
-            post_sets += list(itertools.product(*(by_role[r] for r in roles)))
+            last = next((r for r in (Role.SELECT, Role.AGGREGATE) if r in roles), None)
+            choices = [
+                [st for st in by_role[r] if r is not last or ends_right(st)] for r in roles
+            ]
+            post_sets += list(itertools.product(*choices))
     # the output schema depends on the joins and the post stages only (cleaning keeps columns)
     shaped: list[tuple[float, tuple[Stage, ...], tuple[Stage, ...]]] = []
     for join_score, joins in join_sets:
@@ -274,10 +293,8 @@ def _ranked_plans(view: PublicView, candidates: Mapping[Role, Sequence[Any]], le
     ]
     pairs.sort(key=lambda x: -x[0])
     seen: set[tuple] = set()
-    for _, cleaning, joins, posts in pairs:
+    for _, cleaning, joins, posts in pairs:  # cleaning stages act on sources that hold their columns
         stages = sorted([*cleaning, *joins, *posts], key=Stage.order)
-        if _columns_after(view, stages) is None:
-            continue
         slots = assign_slots(stages, skeleton)
         if slots is None:
             continue
@@ -326,33 +343,37 @@ def _spec(slots: dict[int, Stage], public: Any, ref: Any, view: PublicView) -> O
 
 
 # ------------------------------------------------------------------------------ several answers
-def successful_plans(task: Any, limit: int = 400) -> list[OrchestrationSpec]:
-    """Distinct plans (by :func:`.plans.plan_signature`) whose output on the full sources equals
-    the hidden target: every plan the solver's enumeration yields, each also with its cleaning
-    stages on the fact table moved after the joins. Runs in-process (same ops code as the
-    sandbox); reads the hidden target, so it is for benchmarks and tests only."""
-    if task.target is None:
-        raise ValueError("successful_plans needs the task's hidden target")
+def plan_space(task: Any) -> Iterator[OrchestrationSpec]:
+    """Distinct plans (by :func:`.plans.plan_signature`) from the solver's enumeration, best
+    prior first, each followed by its variants with a cleaning stage of the fact table moved
+    after the joins (a wiring the skeleton convention never writes). Reads the public inputs only."""
     public = task.public
-    view = PublicView(public)
-    index = TargetIndex(task.target)
-    found: dict[str, OrchestrationSpec] = {}
-    tried = 0
+    view = public.view
+    seen: set[str] = set()
     for slots in _ranked_plans(view, task.candidates, public.level):
         for variant in _variants(slots, public.level.agents):
             spec = _spec(variant, public, task.key.ref(), view) if variant is slots else _spec_free(variant, public, view)
             if spec is None:
                 continue
             signature = plan_signature(spec)
-            if signature in found:
-                continue
-            tried += 1
-            run = run_spec(public.sources, spec)
-            if run.output is not None and index.compare(run.output).exact:
-                found[signature] = spec
-        if tried >= limit:
-            break
-    return list(found.values())
+            if signature not in seen:
+                seen.add(signature)
+                yield spec
+
+
+def successful_plans(task: Any, limit: int = 400) -> list[OrchestrationSpec]:
+    """The plans among the first ``limit`` of :func:`plan_space` whose output on the full sources
+    equals the hidden target. Runs in-process (same ops code as the sandbox); reads the hidden
+    target, so it is for benchmarks and tests only."""
+    if task.target is None:
+        raise ValueError("successful_plans needs the task's hidden target")
+    index = TargetIndex(task.target)
+    found = []
+    for spec in itertools.islice(plan_space(task), limit):
+        run = run_spec(task.public.sources, spec)
+        if run.output is not None and index.compare(run.output).exact:
+            found.append(spec)
+    return found
 
 
 def _variants(slots: dict[int, Stage], agents: int) -> Iterator[dict[int, Stage]]:

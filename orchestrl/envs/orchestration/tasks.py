@@ -123,6 +123,14 @@ class PublicInputs:
     def source_names(self) -> tuple[str, ...]:
         return tuple(self.sources)
 
+    @cached_property
+    def view(self) -> Any:
+        """The inputs indexed for features and the solver (:class:`.features.PublicView`, built
+        once per task)."""
+        from orchestrl.envs.orchestration.features import PublicView
+
+        return PublicView(self)
+
 
 @dataclass(frozen=True)
 class Task:
