@@ -48,7 +48,9 @@ FULL = {"train_tasks": 2000, "heldout_tasks": 200, "random_teams": 20, "plan_lim
 QUICK = {"train_tasks": 60, "heldout_tasks": 12, "random_teams": 10, "plan_limit": 40}
 
 
-def level_figures(level: int, train_tasks: int, heldout_tasks: int, random_teams: int, plan_limit: int) -> dict:
+def level_figures(
+    level: int, train_tasks: int, heldout_tasks: int, random_teams: int, plan_limit: int
+) -> dict:
     """Every figure of one level (runs in a worker process)."""
     from orchestrl.envs.orchestration.env import OrchestrationEnv
     from orchestrl.envs.orchestration.sandbox.pool import close_shared_pool
@@ -73,7 +75,9 @@ def level_figures(level: int, train_tasks: int, heldout_tasks: int, random_teams
             test_x.append(obs[agent][OBS_KEY])
             test_y.append(actions[agent])
         for _ in range(random_teams):
-            team = {a: _uniform(heldout.layout, task, slot, rng) for slot, a in enumerate(heldout.possible_agents)}
+            team = {
+                a: _uniform(heldout.layout, task, slot, rng) for slot, a in enumerate(heldout.possible_agents)
+            }
             try:
                 lucky.append(heldout.evaluate(parse_spec(heldout.layout.decode(task, team))).success)
             except SpecError:

@@ -77,7 +77,9 @@ def test_swapping_in_another_action_replaces_the_node(finished: OrchestrationEnv
     idle = finished.counterfactual(spec, agent, Edit.swap(np.zeros(5, dtype=np.int64)))
     assert idle.applicable and agent not in {n.id for n in idle.spec.nodes}
     assert idle.spec.output_id == spec.nodes[-2].id
-    same = finished.counterfactual(spec, agent, Edit.swap(spec_actions(spec, finished.task, finished.layout)[agent]))
+    same = finished.counterfactual(
+        spec, agent, Edit.swap(spec_actions(spec, finished.task, finished.layout)[agent])
+    )
     assert not same.applicable
     assert Edit.swap([1, 2, 0, 0, 0]).kind is EditKind.SWAP
 

@@ -73,7 +73,9 @@ def test_sources_are_realistic_with_nulls_duplicates_and_messy_text() -> None:
         node = next(n for n in task.reference.nodes if n.role is Role.DEDUP)
         source = task.sources[node.deps[0]] if node.deps[0] in task.sources else None
         if source is not None:
-            assert source.duplicated(subset=list(node.duty.subset)).any() or node.capacity is not Capacity.SMALL
+            assert (
+                source.duplicated(subset=list(node.duty.subset)).any() or node.capacity is not Capacity.SMALL
+            )
     text = pd.concat([f.select_dtypes(exclude="number").stack() for f in frames])
     assert text.astype(str).str.contains(r"^\s|\s$|[A-Z]", regex=True).any()
 

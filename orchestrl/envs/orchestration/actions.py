@@ -5,14 +5,21 @@ candidate duties per role and ``N`` agents:
 
 - ``role``: 0 = idle (no node), else 1 + index in :data:`.spec.ROLES`;
 - ``duty``: index into the task's candidate list for that role (0 = the base duty);
-- ``capacity``: small / medium / large;
-- ``input_a``: a source table (0..S-1) *as the team has it so far*, or an earlier agent's node
-  (S + j). A table reference resolves, in slot order, to the latest node of an earlier agent
-  whose first input is that table's chain (a filter on ``orders``, then a join into it, ...), or
-  to the raw table when none is: "read the orders as cleaned so far", which is how a data
-  engineer wires a pipeline, and what lets an agent wire its node without knowing which earlier
-  agents stay idle;
-- ``input_b``: 0 = none, else 1 + the same choices; only joins read it (they need it).
+- ``capacity``: small / medium / large, or ``auto`` (3): the capacity the data calls for, read
+  off the profile of the columns the duty reads (large for money-formatted numbers, medium for
+  messy text or blanks, else small; a column an earlier node read above small counts as clean);
+- ``input_a``: a source table (0..S-1) *as the team has it so far*, an earlier agent's node
+  (S + j), or ``auto`` (S + N - 1): the table the duty's columns live in for a cleaning duty, the
+  main (fact) stream otherwise. A table reference resolves, in slot order, to the latest node of
+  an earlier agent whose first input is that table's chain (a filter on ``orders``, then a join
+  into it, ...), or to the raw table when none is: "read the orders as cleaned so far", which is
+  how a data engineer wires a pipeline, and what lets an agent wire its node without knowing
+  which earlier agents stay idle;
+- ``input_b``: 0 = none, else 1 + the same choices; only joins read it (they need it); ``auto``
+  is the table holding the join's right key.
+
+``auto`` delegates a choice to what the data profile implies; the spec records the resolved
+capacity and inputs, so counterfactual edits act on concrete nodes.
 
 The mask (factorised: one 0/1 vector per component, concatenated) allows every role, duty and
 capacity, the task's existing sources and the agents before ``i``. So every spec whose deps point
@@ -34,10 +41,20 @@ from typing import Any
 import numpy as np
 from gymnasium.spaces import MultiDiscrete
 
-from orchestrl.envs.orchestration.spec import CAPACITIES, ROLES, NodeSpec, Role, SpecError, SpecIssue
+from orchestrl.envs.orchestration.spec import (
+    CAPACITIES,
+    DUTY_TYPES,
+    ROLES,
+    NodeSpec,
+    Role,
+    SpecError,
+    SpecIssue,
+)
 from orchestrl.envs.orchestration.tasks import Task
 
 COMPONENTS = ("role", "duty", "capacity", "input_a", "input_b")
+AUTO = len(CAPACITIES)
+"""The ``capacity`` value meaning ``auto``."""
 
 
 def agent_id(slot: int) -> str:
@@ -70,8 +87,13 @@ class ActionLayout:
 
     @property
     def nvec(self) -> np.ndarray:
-        inputs = self.sources + self.agents - 1
-        return np.array([1 + len(ROLES), self.duties, len(CAPACITIES), inputs, 1 + inputs], dtype=np.int64)
+        inputs = self.sources + self.agents  # tables, earlier agents, auto
+        return np.array([1 + len(ROLES), self.duties, AUTO + 1, inputs, 1 + inputs], dtype=np.int64)
+
+    @property
+    def auto_input(self) -> int:
+        """The ``input_a`` value meaning ``auto`` (``input_b`` uses one more)."""
+        return self.sources + self.agents - 1
 
     def space(self) -> MaskedMultiDiscrete:
         return MaskedMultiDiscrete(self.nvec)
@@ -101,6 +123,7 @@ class ActionLayout:
         inputs = np.zeros(nvec[3], dtype=np.float32)
         inputs[: len(task.source_names)] = 1.0
         inputs[self.sources : self.sources + slot] = 1.0
+        inputs[self.auto_input] = 1.0
         parts = [
             np.ones(nvec[0]),
             (np.arange(nvec[1]) < (self.live_duties or self.duties)).astype(np.float32),
@@ -136,14 +159,24 @@ class ActionLayout:
         heads = self.heads(task, before)
         role = ROLES[role_i - 1]
         duty = task.candidates[role][duty_i]
+        view = task.public.view
+        home = view.home(role, duty)
+        if a == self.auto_input:
+            a = home if role in (Role.FILTER, Role.DEDUP) and home is not None and home >= 0 else 0
         deps = [self.input_name(task, a, heads)]
         if role is Role.JOIN and b > 0:
+            if b == self.auto_input + 1:
+                b = 1 + (home if home is not None and home > 0 else _unjoined(task, before))
             deps.append(self.input_name(task, b - 1, heads))
+        if cap_i == AUTO:
+            capacity = view.capacity_needed(role, duty, home, _cleaned(view, before))[0]
+        else:
+            capacity = CAPACITIES[cap_i]
         return {
             "id": agent_id(slot),
             "role": role.value,
             "duty": duty.model_dump(mode="json"),
-            "capacity": CAPACITIES[cap_i].value,
+            "capacity": capacity.value,
             "deps": deps,
         }
 
@@ -178,23 +211,52 @@ class ActionLayout:
         self, task: Task, slot: int, node: NodeSpec | None, before: Sequence[Mapping[str, Any]] = ()
     ) -> np.ndarray:
         """The action that makes agent ``slot`` write ``node`` after the nodes ``before`` (idle
-        when None): a dep that is a table's chain head becomes that table's reference, any other
-        earlier node its agent's index."""
+        when None), using ``auto`` wherever it resolves to the node's own choice; otherwise a dep
+        that is a table's chain head becomes that table's reference, any other earlier node its
+        agent's index."""
         if node is None:
             return np.zeros(len(COMPONENTS), dtype=np.int64)
         duty = task.candidates[node.role].index(node.duty)
+        role = 1 + ROLES.index(node.role)
         heads = {name: c for c, name in self.heads(task, before).items()}
         deps = [heads[d] if d in heads else self.sources + _slot(d) for d in node.deps]
-        return np.array(
-            [
-                1 + ROLES.index(node.role),
-                duty,
-                CAPACITIES.index(node.capacity),
-                deps[0],
-                deps[1] + 1 if len(deps) > 1 else 0,
-            ],
-            dtype=np.int64,
-        )
+        explicit = [CAPACITIES.index(node.capacity), deps[0], deps[1] + 1 if len(deps) > 1 else 0]
+        auto = [AUTO, self.auto_input, self.auto_input + 1 if len(deps) > 1 else 0]
+        action = np.array([role, duty, *explicit], dtype=np.int64)
+        for c in range(3):  # take auto for a component where it yields the same node
+            trial = action.copy()
+            trial[2 + c] = auto[c]
+            if self.decode_node(task, slot, trial, before) == self.decode_node(task, slot, action, before):
+                action = trial
+        return action
+
+
+def _cleaned(view: Any, before: Sequence[Mapping[str, Any]]) -> set[str]:
+    """Columns earlier nodes read above small capacity (written back clean)."""
+    out: set[str] = set()
+    for node in before:
+        if node["capacity"] != "small":
+            role = Role(node["role"])
+            duty = DUTY_TYPES[role].model_validate(node["duty"])
+            home = view.home(role, duty)
+            out |= set(view.capacity_needed(role, duty, home, set())[1])
+    return out
+
+
+def _unjoined(task: Task, before: Sequence[Mapping[str, Any]]) -> int:
+    """The first dimension table no earlier join has read (1 when all have been)."""
+    read = {d for node in before if node["role"] == Role.JOIN.value for d in node["deps"]}
+    heads = {}
+    chain = {name: i for i, name in enumerate(task.source_names)}
+    for node in before:
+        if node["deps"] and node["deps"][0] in chain:
+            chain[node["id"]] = chain[node["deps"][0]]
+    for name, i in chain.items():
+        heads.setdefault(i, set()).add(name)
+    for i in range(1, len(task.source_names)):
+        if not heads.get(i, set()) & read:
+            return i
+    return 1
 
 
 def _slot(node_id: str) -> int:

@@ -17,9 +17,12 @@ consider for these tables (:func:`propose`):
   the domain's usual rename), and near misses of them.
 
 Candidates the inputs call for (marked above as always proposed, and for derive, aggregate and
-select those whose names occur in the target's columns) come first; the rest are drawn with a
-seeded generator. Nothing here reads the hidden reference or the hidden target: two tasks with the
-same public inputs get the same candidates (a test checks it).
+select those whose names occur in the target's columns) come first, in a seeded order; the rest
+are drawn with a seeded generator and follow in the order drawn. So where the data or the
+target's column names call for a duty it sits near the front of its list, while the filters on
+values and thresholds, which only the example rows can tell apart, come in random order.
+Nothing here reads the hidden reference or the hidden target: two tasks with the same public
+inputs get the same candidates (a test checks it).
 """
 
 from __future__ import annotations
@@ -61,10 +64,17 @@ def domain_of(name: str) -> Domain:
     return next(d for d in DOMAINS if d.name == name)
 
 
-def propose(public: Any) -> dict[Role, tuple[Any, ...]]:
-    """Every role's candidates for a task's :class:`.tasks.PublicInputs`."""
+def propose(
+    public: Any, sourced: Mapping[Role, tuple[Any, ...]] | None = None
+) -> dict[Role, tuple[Any, ...]]:
+    """Every role's candidates for a task's :class:`.tasks.PublicInputs` (``sourced``: what
+    :func:`propose_sourced` gave for the same sources, to save computing it again)."""
     d = domain_of(public.domain)
-    out = propose_sourced(public.sources, d, public.level, public.candidate_seed)
+    out = (
+        dict(sourced)
+        if sourced is not None
+        else propose_sourced(public.sources, d, public.level, public.candidate_seed)
+    )
     known = _known_columns(public.sources, d)
     target = tuple(public.target_columns)
     k = public.level.duties
@@ -107,14 +117,15 @@ def _choose(
     rng: np.random.Generator,
     weights: Callable[[list[Any]], np.ndarray] | None = None,
 ) -> tuple[Any, ...]:
-    """Base duty, then the salient candidates (shuffled), then draws from the rest; duplicates and
-    base-equal duties dropped. The order after the base is shuffled so positions mean nothing."""
+    """Base duty, then the salient candidates (in a seeded order), then draws from the rest (in
+    the order drawn); duplicates and base-equal duties dropped."""
     base = base_duty(role)
     chosen: list[Any] = []
     for duty in [salient[i] for i in rng.permutation(len(salient))]:
         if len(chosen) < k - 1 and duty not in chosen and duty != base:
             chosen.append(duty)
-    rest = [r for r in dict.fromkeys(rest) if r not in chosen and r != base]
+    taken = {base, *chosen}
+    rest = [r for r in dict.fromkeys(rest) if r not in taken]
     while len(chosen) < k - 1 and rest:
         p = weights(rest) if weights else np.full(len(rest), 1.0 / len(rest))
         chosen.append(rest.pop(int(rng.choice(len(rest), p=p / p.sum()))))
@@ -123,8 +134,7 @@ def _choose(
         if filler is None:
             break
         chosen.append(filler)
-    order = rng.permutation(len(chosen))
-    return (base, *(chosen[i] for i in order))
+    return (base, *chosen)
 
 
 # ------------------------------------------------------------------------------ column kinds
@@ -163,7 +173,10 @@ def _filter_pool(frames: list[pd.DataFrame]) -> tuple[list[Any], list[Any]]:
             numbers = columns[c].numbers.dropna()  # type: ignore[union-attr]
             decimals = 0 if numbers.max() - numbers.min() > 20 else 1
             for t in sorted(set(np.round(numbers.quantile([0.25, 0.5, 0.75]).to_numpy(), decimals).tolist())):
-                rest += [FilterDuty(column=c, op="gt", value=float(t)), FilterDuty(column=c, op="lt", value=float(t))]
+                rest += [
+                    FilterDuty(column=c, op="gt", value=float(t)),
+                    FilterDuty(column=c, op="lt", value=float(t)),
+                ]
     return salient, rest
 
 
@@ -201,10 +214,7 @@ def _join_pool(frames: list[pd.DataFrame]) -> tuple[list[Any], list[Any]]:
         salient += [JoinDuty(left_on=c, right_on=c) for c in shared]
         right_text = [c for c, p in profile(dim).items() if not p.numeric]
         rest += [
-            JoinDuty(left_on=a, right_on=b)
-            for a in dict.fromkeys(left_text)
-            for b in right_text
-            if a != b
+            JoinDuty(left_on=a, right_on=b) for a in dict.fromkeys(left_text) for b in right_text if a != b
         ]
     if len(frames) == 1:  # one table: nothing to join; keys of a self-join keep the list full
         rest += [JoinDuty(left_on=c, right_on=c) for c in left_text]
@@ -241,9 +251,13 @@ def _mentioned(name: str, target: tuple[str, ...]) -> bool:
     return name in target or rename(name) in target or any(t.endswith(f"_{name}") for t in target)
 
 
-def _derive_pool(sources: Mapping[str, pd.DataFrame], d: Domain, target: tuple[str, ...]) -> tuple[list, list]:
+def _derive_pool(
+    sources: Mapping[str, pd.DataFrame], d: Domain, target: tuple[str, ...]
+) -> tuple[list, list]:
     every = _derive_all(sources, d)
-    return [x for x in every if _mentioned(x.name, target)], [x for x in every if not _mentioned(x.name, target)]
+    return [x for x in every if _mentioned(x.name, target)], [
+        x for x in every if not _mentioned(x.name, target)
+    ]
 
 
 def _aggregate_all(sources: Mapping[str, pd.DataFrame], d: Domain) -> list[AggregateDuty]:
@@ -271,7 +285,9 @@ def _aggregate_pool(
 
 def _topk_pool(sources: Mapping[str, pd.DataFrame], d: Domain) -> tuple[list, list]:
     columns = [*_numbers_of(sources), d.derived]
-    return [], [TopKDuty(column=c, k=k, ascending=a) for c in columns for k in (3, 5, 10) for a in (False, True)]
+    return [], [
+        TopKDuty(column=c, k=k, ascending=a) for c in columns for k in (3, 5, 10) for a in (False, True)
+    ]
 
 
 def _select_pool(known: list[str], target: tuple[str, ...]) -> tuple[list, list]:

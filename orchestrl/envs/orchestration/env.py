@@ -21,8 +21,8 @@ task ``s``.
 Beyond the PettingZoo API: ``expert_actions()`` (the solver's plan, :mod:`.solver`, which reads
 the public inputs only), ``counterfactual(spec, agent, edit)``, ``episode_record()``,
 ``evaluate(spec)``, ``last_spec`` / ``last_yaml`` / ``last_source``, and
-``reset(options={"task": task})`` to play a given :class:`.tasks.Task`. At the end of an episode every agent's info
-carries ``metrics`` (floats: success, score, each reward term, cache_hit_rate, ...; with
+``reset(options={"task": task})`` to play a given :class:`.tasks.Task`. At the end of an episode
+every agent's info carries ``metrics`` (floats: success, score, each reward term, cache_hit_rate, ...; with
 ``reference_metrics`` also the solver's and a uniformly random team's success on the same task)
 and ``episode`` (task, per-agent actions, score) for later counterfactuals.
 """
@@ -186,7 +186,9 @@ class OrchestrationEnv(ParallelEnv):
         if task is not None and not isinstance(task, Task):
             raise TypeError(f"options['task'] must be a Task, not {type(task).__name__}")
         if task is not None and task.key.level != self.level:
-            raise ValueError(f"options['task'] is a level-{task.key.level} task; this env is level {self.level}")
+            raise ValueError(
+                f"options['task'] is a level-{task.key.level} task; this env is level {self.level}"
+            )
         self._task = task if task is not None else generate_task(self.level, self.split, task_seed)
         self._task_part = self.builder.task_features(self._task.public, self._task.candidates)
         self.agents = list(self.possible_agents)
@@ -230,7 +232,8 @@ class OrchestrationEnv(ParallelEnv):
         agents = list(self.agents)
         team = self._team_feedback(spec, execution)
         team["team_actions"] = tuple(
-            tuple(self._record.actions[a]) if a in self._record.actions else None for a in self.possible_agents
+            tuple(self._record.actions[a]) if a in self._record.actions else None
+            for a in self.possible_agents
         )
         feedback = {a: self._feedback(a, spec, execution, team, self._record.actions.get(a)) for a in agents}
         obs = {a: self._observe(a, feedback[a]) for a in agents}

@@ -110,7 +110,9 @@ def wire(
     return parse_spec(data)
 
 
-def apply_node(role: Role, duty: Any, frames: list[pd.DataFrame], capacity: str) -> tuple[pd.DataFrame, float]:
+def apply_node(
+    role: Role, duty: Any, frames: list[pd.DataFrame], capacity: str
+) -> tuple[pd.DataFrame, float]:
     """One node's op on its input frames (the code the sandbox runs)."""
     p = duty.model_dump()
     if role is Role.FILTER:
@@ -126,6 +128,34 @@ def apply_node(role: Role, duty: Any, frames: list[pd.DataFrame], capacity: str)
     if role is Role.TOPK:
         return ops.op_topk(frames[0], p["column"], p["k"], p["ascending"], capacity)
     return ops.op_select(frames[0], p["columns"], capacity)
+
+
+def run_stages(
+    sources: Mapping[str, pd.DataFrame],
+    names: Sequence[str],
+    stages: Sequence[Stage],
+    heads: dict[int, pd.DataFrame] | None = None,
+) -> list[pd.DataFrame]:
+    """Each stage's output under the canonical wiring (stages in canonical order), from the given
+    chain heads (default: the sources; updated in place)."""
+    heads = {i: sources[n] for i, n in enumerate(names)} if heads is None else heads
+    outputs = []
+    for st in stages:
+        chain = st.home if st.role in PREP_ROLES else 0
+        frames = [heads[0], heads[st.home]] if st.role is Role.JOIN else [heads[chain]]
+        out, _ = apply_node(st.role, st.duty, frames, st.capacity.value)
+        heads[chain] = out
+        outputs.append(out)
+    return outputs
+
+
+def main_output(
+    sources: Mapping[str, pd.DataFrame], names: Sequence[str], stages: Sequence[Stage]
+) -> pd.DataFrame:
+    """The main (fact) stream after ``stages``, canonical wiring (the fact table if none touched it)."""
+    heads = {i: sources[n] for i, n in enumerate(names)}
+    run_stages(sources, names, stages, heads)
+    return heads[0]
 
 
 @dataclass(frozen=True)
@@ -145,7 +175,7 @@ def run_spec(sources: Mapping[str, pd.DataFrame], spec: OrchestrationSpec) -> In
         frames = [sources[d] if d in sources else outputs[d] for d in node.deps]
         try:
             outputs[node_id], w = apply_node(node.role, node.duty, frames, node.capacity.value)
-        except Exception as exc:  # noqa: BLE001 - generated pipelines may raise anything
+        except Exception as exc:
             return InProcessRun(outputs, work, None, f"{node_id}: {type(exc).__name__}: {exc}")
         work += w
     return InProcessRun(outputs, work, outputs[spec.output_id])

@@ -4,7 +4,8 @@ For every column: its values as the large capacity reads them (text normalised, 
 of money formats), missing values (blank text counts), and statistics: null share, text dirt (share
 of values that normalising changes: case, stray spaces), number dirt (share of values only the
 large capacity parses: ``'$1,204.50'``), distinct share and repeated share; and its kind: a key
-(near-unique text or integers), a category (12 values or fewer) or a number (more than two values).
+(near-unique text or integers, mostly filled), a category (12 values or fewer) or a number
+(more than two values).
 Computed from the data alone, once per table (memoised by identity).
 """
 
@@ -77,8 +78,15 @@ def _profile_column(name: str, series: pd.Series) -> ColumnProfile:
     values = text.where(~missing) if numbers is None else numbers
     distinct = int(values.nunique())
     integer_like = numbers is not None and pd.api.types.is_integer_dtype(series)
-    key = (numbers is None or integer_like) and distinct >= 0.65 * present and not pd.api.types.is_bool_dtype(series)
-    category = numbers is None and not key and 0 < distinct <= MAX_CATEGORY_VALUES and name not in SKIP_COLUMNS
+    key = (
+        (numbers is None or integer_like)
+        and distinct >= 0.65 * present
+        and missing.mean() < 0.2
+        and not pd.api.types.is_bool_dtype(series)
+    )
+    category = (
+        numbers is None and not key and 0 < distinct <= MAX_CATEGORY_VALUES and name not in SKIP_COLUMNS
+    )
     number = numbers is not None and not key and distinct > 2 and name not in SKIP_COLUMNS
     repeated = values[~missing].duplicated().sum() / rows if (~missing).any() else 0.0
     return ColumnProfile(

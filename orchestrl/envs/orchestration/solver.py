@@ -33,18 +33,16 @@ import dataclasses
 import itertools
 import math
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from orchestrl.envs.orchestration.actions import ActionLayout, agent_id
-from orchestrl.envs.orchestration.features import CANDIDATE_NUMBERS, PublicView
+from orchestrl.envs.orchestration.analysis import CANDIDATE_NUMBERS, PublicView
 from orchestrl.envs.orchestration.plans import (
     POST,
-    POST_ROLES,
     PREP_ROLES,
     Family,
     Stage,
@@ -54,17 +52,12 @@ from orchestrl.envs.orchestration.plans import (
     wire,
 )
 from orchestrl.envs.orchestration.spec import (
-    AggregateDuty,
-    Capacity,
-    DeriveDuty,
     OrchestrationSpec,
     Role,
-    SelectDuty,
     SpecError,
-    TopKDuty,
     parse_spec,
 )
-from orchestrl.envs.orchestration.tables import TargetIndex, row_hashes
+from orchestrl.envs.orchestration.tables import TargetIndex
 
 BUDGET = {1: 40, 2: 60, 3: 80, 4: 200}
 """Sandbox executions the solver may spend per task, per level."""
@@ -93,16 +86,15 @@ def solve(task: Any, executor: Any, budget: int | None = None) -> Solution:
     level = public.level
     budget = budget or BUDGET[level.number]
     view = public.view
-    checker = _ExampleCheck(public)
     best: tuple[float, dict[int, Stage], OrchestrationSpec | None] = (-1.0, {}, None)
     executions = 0
-    for slots in _ranked_plans(view, task.candidates, level):
+    for slots in _ranked_plans(view, level):
         spec = _spec(slots, public, task.key.ref(), view)
         if spec is None:
             continue
         execution = executor.execute(task, spec)
         executions += 1
-        held = checker.held(execution.output if execution.ok else None)
+        held = view.held(execution.output if execution.ok else None)
         if held >= 1.0:
             return Solution(slots, spec, True, executions, time.perf_counter() - started)
         if held > best[0]:
@@ -129,157 +121,44 @@ def solver_actions(solution: Solution, task: Any, layout: ActionLayout) -> dict[
     return spec_actions(solution.spec, task, layout)
 
 
-# ------------------------------------------------------------------------------ the examples
-class _ExampleCheck:
-    """Share of example rows an output holds (0 unless it has exactly the target's columns)."""
-
-    def __init__(self, public: Any) -> None:
-        self.columns = sorted(public.target_columns)
-        self.examples = row_hashes(public.examples, self.columns)
-
-    def held(self, output: pd.DataFrame | None) -> float:
-        if output is None or sorted(str(c) for c in output.columns) != self.columns:
-            return 0.0
-        ours = row_hashes(output, self.columns)
-        values, counts = np.unique(ours, return_counts=True)
-        have = dict(zip(values.tolist(), counts.tolist(), strict=True))
-        held = 0
-        for h in self.examples.tolist():
-            if have.get(h, 0) > 0:
-                have[h] -= 1
-                held += 1
-        return held / max(len(self.examples), 1)
-
-
 # ------------------------------------------------------------------------------ enumeration
-def _options(view: PublicView, candidates: Mapping[Role, Sequence[Any]]) -> dict[Family, list[tuple[float, Stage]]]:
-    """Every stage a candidate can make, with a prior score (higher first)."""
-    n = len(view.frames)
-    prep: list[tuple[float, Stage]] = []
+def prep_options(view: PublicView) -> list[tuple[float, Stage]]:
+    """Every cleaning stage a candidate can make, with its prior score, best first."""
+    out = []
     for role in PREP_ROLES:
-        for duty in candidates[role]:
+        for duty in view.public.candidates[role]:
             for home in view.prep_homes(duty):
-                score = _prep_score(view, role, duty, home)
+                score = prep_score(view, role, duty, home)
                 if score > -math.inf:
-                    prep.append((score, Stage(role, duty, home)))
-    joins: list[tuple[float, Stage]] = []
-    for duty in candidates[Role.JOIN]:
-        homes = range(1, n) if duty.is_base else [view.home(Role.JOIN, duty)]
-        for home in homes:
-            if home is None or home == POST or (duty.left_on is not None and duty.left_on not in view.profiles[0]):
-                continue
-            score = 2.0 if duty.left_on is not None and duty.left_on == duty.right_on else 1.0 if duty.is_base else 0.0
-            joins.append((score, Stage(Role.JOIN, duty, home)))
-    post = [(0.0, Stage(role, duty, POST)) for role in POST_ROLES for duty in candidates[role]]
-    return {Family.PREP: prep, Family.JOIN: joins, Family.POST: post}
+                    out.append((score, Stage(role, duty, home)))
+    return sorted(out, key=lambda o: -o[0])
 
 
-def _prep_score(view: PublicView, role: Role, duty: Any, home: int) -> float:
-    numbers = dict(zip(CANDIDATE_NUMBERS, view.numbers(role, duty, home), strict=True))
-    keep, checkable, agree, surprise = (numbers[k] for k in ("keep", "checkable", "agree", "surprise"))
-    if keep >= 1.0 or keep <= 0.0:
-        return -math.inf  # keeps everything or nothing: never a stage of a plan
+def prep_score(view: PublicView, role: Role, duty: Any, home: int) -> float:
+    """The prior of a cleaning stage: minus infinity when it keeps every row or none, or drops an
+    example row it can be checked against; a dedup on a key that repeats first; then how strongly
+    the examples call for it (their agreement with it in context, how unlikely its agreement with
+    them is by chance) and, for a not-null filter, the missing values it drops."""
+    n = dict(zip(CANDIDATE_NUMBERS, view.numbers(role, duty, home), strict=True))
+    if n["keep"] >= 1.0 or n["keep"] <= 0.0 or (n["checkable"] > 0 and n["agree"] < 1.0):
+        return -math.inf
+    context = 3.0 if n["context_agree"] >= 1.0 else -3.0 if n["context_agree"] >= 0 else 0.0
     if role is Role.DEDUP:
-        stats = [p for c in duty.columns_read() for p in view.stats(c, home)]
-        return 10.0 if stats and all(p.key for p in stats) else -1.0  # a key that repeats
-    if checkable > 0 and agree < 1.0:
-        return -math.inf  # an example row it would drop
-    evidence = -math.log(max(surprise, 1e-9)) if checkable > 0 else 0.5 - keep
-    return evidence + (3.0 if duty.op == "notnull" and duty.column is not None else 0.0)
+        return context + (10.0 if n["reads_key"] and n["repeats"] >= 0.15 else -1.0)
+    evidence = -math.log(max(n["surprise"], 1e-9)) if n["checkable"] > 0 else 0.5 - n["keep"]
+    return context + evidence + (2.0 if duty.op == "notnull" and duty.column is not None else 0.0)
 
 
-def _columns_after(view: PublicView, stages: Sequence[Stage]) -> list[str] | None:
-    """The output columns of ``stages`` (canonical order, canonical wiring) from names alone;
-    None when a stage reads a column its input lacks."""
-    heads = {i: list(p) for i, p in enumerate(view.profiles)}
-    for st in stages:
-        chain = st.home if st.role in PREP_ROLES else 0
-        cols = heads[chain]
-        duty = st.duty
-        reads = [c for c in duty.columns_read()]
-        if st.role is Role.JOIN:
-            right = heads[st.home]
-            if duty.left_on is None:
-                shared = [c for c in cols if c in right]
-                if not shared:
-                    return None
-                out = cols + [c for c in right if c not in shared]
-            else:
-                if duty.left_on not in cols or duty.right_on not in right:
-                    return None
-                same = duty.left_on == duty.right_on
-                out = cols + [
-                    (f"{c}_right" if c in cols else c) for c in right if not (same and c == duty.right_on)
-                ]
-            heads[0] = out
-            continue
-        if any(c not in cols for c in reads):
-            return None
-        if isinstance(duty, SelectDuty) and duty.columns is not None:
-            if any(old not in cols for old, _ in duty.columns):
-                return None
-        if isinstance(duty, DeriveDuty):
-            out = cols + ([duty.name] if duty.name not in cols else [])
-        elif isinstance(duty, AggregateDuty):
-            out = list(duty.by or cols[:1]) + [duty.name]
-        elif isinstance(duty, SelectDuty):
-            out = cols if duty.columns is None else [new for _, new in duty.columns]
-        elif isinstance(duty, TopKDuty) and duty.column is None:
-            out = cols
-        else:
-            out = cols
-        heads[chain] = out
-    return heads[0]
-
-
-def _ranked_plans(view: PublicView, candidates: Mapping[Role, Sequence[Any]], level: Any) -> Iterator[dict[int, Stage]]:
-    """Plans that fit the skeleton and pass schema pruning, best prior first."""
-    options = _options(view, candidates)
+def _ranked_plans(view: PublicView, level: Any) -> Iterator[dict[int, Stage]]:
+    """Plans that fit the skeleton and pass schema pruning, best prior first: the shapes (joins
+    and post stages, :meth:`.analysis.PublicView.shapes`) crossed with sets of cleaning stages
+    (at most one per table and role, as many as the level's stage count allows)."""
     skeleton = level.skeleton
-    n_prep, n_join, n_post = (sum(f is fam for f in skeleton) for fam in Family)
-    target = sorted(view.target)
-    dims = range(1, len(view.frames))
-    # joins: one per dimension table, at most n_join of them
-    join_sets: list[tuple[float, tuple[Stage, ...]]] = [(0.0, ())]
-    if n_join and len(dims):
-        per_dim = [[o for o in options[Family.JOIN] if o[1].home == d] for d in dims]
-        if len(per_dim) <= n_join and all(per_dim):
-            join_sets = [
-                (sum(s for s, _ in combo), tuple(st for _, st in combo)) for combo in itertools.product(*per_dim)
-            ]
-    # post stages: distinct roles in canonical order
-    by_role: dict[Role, list[Stage]] = {r: [st for _, st in options[Family.POST] if st.role is r] for r in POST_ROLES}
-    wanted = set(target)
-
-    def ends_right(stage: Stage) -> bool:
-        """A select or an aggregate fixes the output's columns: they must be the target's."""
-        duty = stage.duty
-        if isinstance(duty, SelectDuty):
-            return duty.columns is not None and {new for _, new in duty.columns} == wanted
-        return isinstance(duty, AggregateDuty) and set(duty.by or ()) | {duty.name} == wanted
-
-    post_sets: list[tuple[Stage, ...]] = [()]
-    for size in range(1, n_post + 1):
-        for roles in itertools.combinations(POST_ROLES, size):
-            last = next((r for r in (Role.SELECT, Role.AGGREGATE) if r in roles), None)
-            choices = [
-                [st for st in by_role[r] if r is not last or ends_right(st)] for r in roles
-            ]
-            post_sets += list(itertools.product(*choices))
-    # the output schema depends on the joins and the post stages only (cleaning keeps columns)
-    shaped: list[tuple[float, tuple[Stage, ...], tuple[Stage, ...]]] = []
-    for join_score, joins in join_sets:
-        for posts in post_sets:
-            stages = sorted([*joins, *posts], key=Stage.order)
-            cols = _columns_after(view, stages)
-            if cols is not None and sorted(cols) == target and len(set(cols)) == len(cols):
-                base_penalty = sum(st.duty.is_base for st in posts) + 0.1 * len(posts)
-                shaped.append((join_score - base_penalty, joins, posts))
-    shaped.sort(key=lambda x: -x[0])
-    # cleaning stages: up to n_prep of them, at most one per (table, role)
-    preps = sorted(options[Family.PREP], key=lambda o: -o[0])
-    low, high = level.stages
-    fixed = len(dims) + min(len(p) for _, _, p in shaped) if shaped else 0
+    n_prep = sum(f is Family.PREP for f in skeleton)
+    shaped = view.shapes()
+    preps = prep_options(view)
+    low, _ = level.stages
+    fixed = min((len(j) + len(p) for _, j, p in shaped), default=0)
     prep_sets: list[tuple[float, tuple[Stage, ...]]] = [(0.4, ())] if low <= fixed else []
     for size in range(1, n_prep + 1):
         for combo in itertools.combinations(preps[:12], size):
@@ -287,15 +166,14 @@ def _ranked_plans(view: PublicView, candidates: Mapping[Role, Sequence[Any]], le
             if len(set(keys)) == len(keys):
                 prep_sets.append((sum(s for s, _ in combo) - 0.2 * (size - 1), tuple(st for _, st in combo)))
     pairs = [
-        (prep_score + shape_score - 1.5 * rank, cleaning, joins, posts)
-        for prep_score, cleaning in prep_sets
+        (prep_score_ + shape_score - 1.5 * rank, cleaning, joins, posts)
+        for prep_score_, cleaning in prep_sets
         for rank, (shape_score, joins, posts) in enumerate(shaped[:4])
     ]
     pairs.sort(key=lambda x: -x[0])
     seen: set[tuple] = set()
     for _, cleaning, joins, posts in pairs:  # cleaning stages act on sources that hold their columns
-        stages = sorted([*cleaning, *joins, *posts], key=Stage.order)
-        slots = assign_slots(stages, skeleton)
+        slots = assign_slots(sorted([*cleaning, *joins, *posts], key=Stage.order), skeleton)
         if slots is None:
             continue
         key = tuple(sorted((i, st.role, st.duty.model_dump_json(), st.home) for i, st in slots.items()))
@@ -304,38 +182,9 @@ def _ranked_plans(view: PublicView, candidates: Mapping[Role, Sequence[Any]], le
             yield slots
 
 
-def capacities(view: PublicView, stages: Sequence[Stage]) -> list[Stage]:
-    """Each stage's capacity read off the data: large where a column it reads holds messy numbers,
-    medium where one holds messy text or blanks, else small. A stage above small writes what it
-    read back clean, so later stages reading the same column need less."""
-    cleaned: set[str] = set()
-    out = []
-    for st in stages:
-        reads = list(st.duty.columns_read())
-        if st.duty.is_base and st.role in (Role.FILTER, Role.DEDUP):
-            home = st.home if st.home >= 0 else 0
-            reads = [c for c, p in view.profiles[home].items() if not p.numeric or st.role is Role.DEDUP]
-        elif st.duty.is_base and st.role is Role.JOIN:
-            reads = [c for c in view.profiles[0] if c in view.profiles[st.home]]
-        if st.role is Role.SELECT:
-            reads = []
-        dirty = [p for c in reads if c not in cleaned for p in view.stats(c)]
-        blanks = any(p.blank_frac > 0 for p in dirty)
-        if any(p.dirt_num > 0 for p in dirty):
-            capacity = Capacity.LARGE
-        elif any(p.dirt_text > 0 for p in dirty) or blanks:
-            capacity = Capacity.MEDIUM
-        else:
-            capacity = Capacity.SMALL
-        if capacity is not Capacity.SMALL:
-            cleaned |= set(reads)
-        out.append(st.with_capacity(capacity))
-    return out
-
-
 def _spec(slots: dict[int, Stage], public: Any, ref: Any, view: PublicView) -> OrchestrationSpec | None:
     order = sorted(slots)
-    staged = capacities(view, [slots[i] for i in order])
+    staged = view.capacities([slots[i] for i in order])
     try:
         return wire(dict(zip(order, staged, strict=True)), public.source_names, ref)
     except SpecError:
@@ -350,9 +199,13 @@ def plan_space(task: Any) -> Iterator[OrchestrationSpec]:
     public = task.public
     view = public.view
     seen: set[str] = set()
-    for slots in _ranked_plans(view, task.candidates, public.level):
+    for slots in _ranked_plans(view, public.level):
         for variant in _variants(slots, public.level.agents):
-            spec = _spec(variant, public, task.key.ref(), view) if variant is slots else _spec_free(variant, public, view)
+            spec = (
+                _spec(variant, public, task.key.ref(), view)
+                if variant is slots
+                else _spec_free(variant, public, view)
+            )
             if spec is None:
                 continue
             signature = plan_signature(spec)
@@ -395,7 +248,7 @@ def _spec_free(slots: dict[int, Stage], public: Any, view: PublicView) -> Orches
     stream (``home == POST``)."""
     order = sorted(slots)
     stages = [slots[i] for i in order]
-    staged = capacities(view, [dataclasses.replace(s, home=0) if s.home == POST else s for s in stages])
+    staged = view.capacities([dataclasses.replace(s, home=0) if s.home == POST else s for s in stages])
     heads = {i: name for i, name in enumerate(public.source_names)}
     nodes = []
     for slot, original, st in zip(order, stages, staged, strict=True):
@@ -422,4 +275,3 @@ def _spec_free(slots: dict[int, Stage], public: Any, view: PublicView) -> Orches
         return parse_spec({"sources": list(public.source_names), "nodes": nodes, "output": nodes[-1]["id"]})
     except SpecError:
         return None
-

@@ -46,9 +46,10 @@ from orchestrl.envs.orchestration.plans import (
     PREP_ROLES,
     Family,
     Stage,
-    apply_node,
     assign_slots,
+    main_output,
     run_spec,
+    run_stages,
     wire,
 )
 from orchestrl.envs.orchestration.spec import (
@@ -64,7 +65,7 @@ from orchestrl.envs.orchestration.spec import (
     SelectDuty,
     TaskRef,
 )
-from orchestrl.envs.orchestration.tables import TargetIndex
+from orchestrl.envs.orchestration.tables import TargetIndex, same_table
 
 HELDOUT_OFFSET = 1_000_000_000
 MAX_ATTEMPTS = 400
@@ -124,10 +125,15 @@ class PublicInputs:
         return tuple(self.sources)
 
     @cached_property
+    def candidates(self) -> dict[Role, tuple[Any, ...]]:
+        """The candidate duties proposed from these inputs (:func:`.candidates.propose`)."""
+        return propose(self)
+
+    @cached_property
     def view(self) -> Any:
-        """The inputs indexed for features and the solver (:class:`.features.PublicView`, built
+        """The inputs indexed for features and the solver (:class:`.analysis.PublicView`, built
         once per task)."""
-        from orchestrl.envs.orchestration.features import PublicView
+        from orchestrl.envs.orchestration.analysis import PublicView
 
         return PublicView(self)
 
@@ -139,7 +145,6 @@ class Task:
 
     key: TaskKey
     public: PublicInputs
-    candidates: Mapping[Role, tuple[Any, ...]]
     reference: OrchestrationSpec | None = None
     target: pd.DataFrame | None = None
     reference_work: float = 0.0
@@ -148,6 +153,10 @@ class Task:
     @property
     def level(self) -> Level:
         return self.public.level
+
+    @property
+    def candidates(self) -> Mapping[Role, tuple[Any, ...]]:
+        return self.public.candidates
 
     @property
     def domain(self) -> str:
@@ -316,7 +325,9 @@ class _Builder:
             fact[d.distractors[0]] = codes
             fact.loc[rng.random(rows) < 0.5, d.distractors[0]] = None
             words = np.array(["late", "gift", "urgent", "fragile", "repeat", "ok", "check"])
-            fact[d.distractors[1]] = pd.array([" ".join(rng.choice(words, 2)) for _ in range(rows)], dtype="str")
+            fact[d.distractors[1]] = pd.array(
+                [" ".join(rng.choice(words, 2)) for _ in range(rows)], dtype="str"
+            )
             fact[d.distractors[2]] = pd.array(rng.choice(["y", "n"], rows), dtype="str")
             fact.loc[rng.random(rows) < 0.1, d.distractors[2]] = None
         tables = [fact, *dims][:n]
@@ -376,7 +387,9 @@ class _Builder:
         return out
 
     # ------------------------------------------------------------------------------ duties
-    def _prep_duty(self, s: _Shape, sources: dict[str, pd.DataFrame], pool: tuple[Any, ...], taken: set) -> Any:
+    def _prep_duty(
+        self, s: _Shape, sources: dict[str, pd.DataFrame], pool: tuple[Any, ...], taken: set
+    ) -> Any:
         """A cleaning duty drawn among the proposed candidates that fit the shape: a dedup on the
         home table's key, a not-null filter on the column given missing values, or another filter
         keeping 20-85% of a table's rows (kinds weighted as FILTER_WEIGHTS; on the planned home
@@ -473,16 +486,18 @@ class _Builder:
         homes = [s.home for s in shapes if s.role in PREP_ROLES]
         _check(len(set(homes)) == len(homes) and (lv.number < 4 or any(h > 0 for h in homes)))
         # the post duties are drawn on the data the pipeline has made by then (at large capacity)
-        stages = sorted((Stage(s.role, s.duty, s.home) for s in shapes if s.duty is not None), key=Stage.order)
+        stages = sorted(
+            (Stage(s.role, s.duty, s.home) for s in shapes if s.duty is not None), key=Stage.order
+        )
         joined = [s.home for s in shapes if s.role is Role.JOIN]
         post = [s for s in shapes if s.duty is None]
         for s in sorted(post, key=lambda x: Stage(x.role, None, POST).order()):
-            frame = _main_head(sources, names, [st.with_capacity(Capacity.LARGE) for st in stages])
+            frame = main_output(sources, names, [st.with_capacity(Capacity.LARGE) for st in stages])
             s.duty = self._post_duty(s, frame, shapes, joined)
             stages.append(Stage(s.role, s.duty, POST))
         stages.sort(key=Stage.order)
         large = [st.with_capacity(Capacity.LARGE) for st in stages]
-        outputs = _run_stages(sources, names, large)
+        outputs = run_stages(sources, names, large)
         for st, out in zip(stages, outputs, strict=True):
             _check(_changes(st.role, out, _input_rows(st, sources, names, stages, outputs)))
         target = outputs[-1].reset_index(drop=True)
@@ -494,15 +509,16 @@ class _Builder:
         reference = wire(slots, names, self.key.ref())
         run = run_spec(sources, reference)
         _check(run.output is not None and TargetIndex(target).compare(run.output).exact)
-        examples = target.sample(n=lv.examples, random_state=int(self.rng.integers(2**31))).reset_index(drop=True)
+        examples = target.sample(n=lv.examples, random_state=int(self.rng.integers(2**31))).reset_index(
+            drop=True
+        )
         public = PublicInputs(lv, d.name, sources, tuple(str(c) for c in target.columns), examples, self.seed)
-        candidates = propose(public)
+        public.__dict__["candidates"] = propose(public, sourced)  # what its cached property computes
         for node in reference.nodes:
-            _check(node.duty in candidates[node.role])
+            _check(node.duty in public.candidates[node.role])
         return Task(
             key=self.key,
             public=public,
-            candidates=candidates,
             reference=reference,
             target=target,
             reference_work=run.work,
@@ -512,19 +528,28 @@ class _Builder:
     def _capacities(
         self, sources: dict[str, pd.DataFrame], names: list[str], stages: list[Stage], target: pd.DataFrame
     ) -> list[Stage]:
-        """Each stage's smallest capacity that still yields the target (later stages at large)."""
+        """Each stage's smallest capacity that still yields the target (later stages at large).
+        A capacity whose stage output equals the large one's yields the target without running
+        the rest; otherwise the rest runs at large from there."""
         index = TargetIndex(target)
+        large = run_stages(sources, names, [st.with_capacity(Capacity.LARGE) for st in stages])
+        heads = {i: sources[n] for i, n in enumerate(names)}
         chosen: list[Stage] = []
         for i, stage in enumerate(stages):
             rest = [st.with_capacity(Capacity.LARGE) for st in stages[i + 1 :]]
             for capacity in CAPACITIES:
-                trial = [*chosen, stage.with_capacity(capacity), *rest]
+                trial = stage.with_capacity(capacity)
                 try:
-                    out = _run_stages(sources, names, trial)[-1]
-                except Exception:  # noqa: BLE001 - a too-small capacity may make an op raise
+                    out = run_stages(sources, names, [trial], dict(heads))[0]
+                    fine = (
+                        same_table(out, large[i])
+                        or index.compare(run_stages(sources, names, [trial, *rest], dict(heads))[-1]).exact
+                    )
+                except Exception:
                     continue
-                if index.compare(out).exact:
-                    chosen.append(stage.with_capacity(capacity))
+                if fine:
+                    chosen.append(trial)
+                    heads[stage.home if stage.role in PREP_ROLES else 0] = out
                     break
             else:
                 raise _Reject
@@ -532,32 +557,6 @@ class _Builder:
             capacities = {st.capacity for st in chosen}
             _check(Capacity.SMALL in capacities and capacities != {Capacity.SMALL})
         return chosen
-
-
-def _run_stages(sources: Mapping[str, pd.DataFrame], names: list[str], stages: list[Stage]) -> list[pd.DataFrame]:
-    """Each stage's output under the canonical wiring (stages in canonical order)."""
-    heads = {i: sources[n] for i, n in enumerate(names)}
-    outputs = []
-    for st in stages:
-        if st.role in PREP_ROLES:
-            frames = [heads[st.home]]
-        elif st.role is Role.JOIN:
-            frames = [heads[0], heads[st.home]]
-        else:
-            frames = [heads[0]]
-        out, _ = apply_node(st.role, st.duty, frames, st.capacity.value)
-        heads[st.home if st.role in PREP_ROLES else 0] = out
-        outputs.append(out)
-    return outputs
-
-
-def _main_head(sources: Mapping[str, pd.DataFrame], names: list[str], stages: list[Stage]) -> pd.DataFrame:
-    """The main stream after ``stages`` (the fact table if none touched it)."""
-    head = sources[names[0]]
-    for st, out in zip(stages, _run_stages(sources, names, stages), strict=True):
-        if not (st.role in PREP_ROLES and st.home != 0):
-            head = out
-    return head
 
 
 def _input_rows(
@@ -569,7 +568,9 @@ def _input_rows(
     for other, out in zip(stages, outputs, strict=True):
         if other is st:
             return rows
-        if (other.role in PREP_ROLES and other.home == chain) or (other.role not in PREP_ROLES and chain == 0):
+        if (other.role in PREP_ROLES and other.home == chain) or (
+            other.role not in PREP_ROLES and chain == 0
+        ):
             rows = len(out)
     return rows
 
