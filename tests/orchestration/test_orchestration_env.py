@@ -16,7 +16,7 @@ from orchestrl.envs.orchestration.tasks import LEVELS
 from orchestrl.envs.registry import EnvKwargError, make_env
 from orchestrl.envs.spaces import MASK_KEY, OBS_KEY
 
-NVEC = {1: [8, 4, 3, 2, 3], 2: [8, 4, 3, 4, 5], 3: [8, 6, 3, 7, 8], 4: [8, 6, 3, 10, 11]}
+NVEC = {1: [8, 4, 4, 3, 4], 2: [8, 4, 4, 5, 6], 3: [8, 6, 4, 8, 9], 4: [8, 6, 4, 11, 12]}
 
 
 @pytest.mark.parametrize("level", sorted(LEVELS))
@@ -38,7 +38,8 @@ def test_spaces_are_fixed_per_level_and_masks_are_factorised(level: int) -> None
         assert env.observation_space(agent).contains(obs[agent])
         parts = np.split(obs[agent][MASK_KEY], np.cumsum(nvec)[:-1])
         assert [len(p) for p in parts] == nvec.tolist() and all(p.max() == 1.0 for p in parts)
-        assert parts[3][LEVELS[level].max_sources :].sum() == slot  # only earlier agents as inputs
+        assert parts[3][LEVELS[level].max_sources : -1].sum() == slot  # only earlier agents as inputs
+        assert parts[3][-1] == parts[2][-1] == 1.0  # auto input, auto capacity
 
 
 def reference_actions(env: OrchestrationEnv) -> dict[str, np.ndarray]:

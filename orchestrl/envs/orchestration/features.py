@@ -46,7 +46,6 @@ from orchestrl.envs.orchestration.analysis import CANDIDATE_NUMBERS, PublicView
 from orchestrl.envs.orchestration.candidates import rename
 from orchestrl.envs.orchestration.plans import POST, Family
 from orchestrl.envs.orchestration.spec import (
-    CAPACITIES,
     ROLES,
     AggregateDuty,
     DedupDuty,
@@ -241,12 +240,8 @@ class ObservationBuilder:
             float(fb.kind == "ok"),
         ]
         ratio = math.log(max(fb.team_rows_ratio, 1e-3)) / 3.0 if fb.team_rows_ratio > 0 else -CLIP
-        team = [
-            float(fb.team_valid),
-            fb.team_schema,
-            ratio,
-            float(np.mean(found[0::2]) if fb.examples_found else 0.0),
-        ]
+        held = float(np.mean([times >= 1 for times in fb.examples_found])) if fb.examples_found else 0.0
+        team = [float(fb.team_valid), fb.team_schema, ratio, held]
         return np.concatenate([kinds, own, action, team, found, [1.0]])
 
 
