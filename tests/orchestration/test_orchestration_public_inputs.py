@@ -39,7 +39,7 @@ def rebuilt_from_public_inputs(task: Task) -> Task:
         examples=task.public.examples.copy(deep=True),
         candidate_seed=tuple(task.public.candidate_seed),
     )
-    assert propose(public) == task.candidates
+    assert propose(public) == task.public.proposed
     return Task(key=task.key, public=public)
 
 

@@ -45,6 +45,7 @@ from orchestrl.envs.orchestration.spec import (
     CAPACITIES,
     DUTY_TYPES,
     ROLES,
+    Capacity,
     NodeSpec,
     Role,
     SpecError,
@@ -169,7 +170,12 @@ class ActionLayout:
                 b = 1 + (home if home is not None and home > 0 else _unjoined(task, before))
             deps.append(self.input_name(task, b - 1, heads))
         if cap_i == AUTO:
-            capacity = view.capacity_needed(role, duty, home, _cleaned(view, before))[0]
+            where = home
+            if role in (Role.FILTER, Role.DEDUP):
+                where = _chain_of(task, before, deps[0])
+            elif role is Role.JOIN and len(deps) > 1:
+                where = _chain_of(task, before, deps[1])
+            capacity = view.capacity_needed(role, duty, where, _cleaned(task, before))[0]
         else:
             capacity = CAPACITIES[cap_i]
         return {
@@ -231,16 +237,38 @@ class ActionLayout:
         return action
 
 
-def _cleaned(view: Any, before: Sequence[Mapping[str, Any]]) -> set[str]:
-    """Columns earlier nodes read above small capacity (written back clean)."""
-    out: set[str] = set()
+def _cleaned(task: Task, before: Sequence[Mapping[str, Any]]) -> set[tuple[int, str]]:
+    """``(chain, column)`` pairs the nodes ``before`` left clean (see
+    :meth:`.analysis.PublicView.cleaned_after`)."""
+    view = task.public.view
+    chain = {name: i for i, name in enumerate(task.source_names)}
+    out: set[tuple[int, str]] = set()
     for node in before:
-        if node["capacity"] != "small":
-            role = Role(node["role"])
-            duty = DUTY_TYPES[role].model_validate(node["duty"])
-            home = view.home(role, duty)
-            out |= set(view.capacity_needed(role, duty, home, set())[1])
+        deps = list(node["deps"])
+        c = chain.get(deps[0]) if deps else None
+        if c is None:
+            continue
+        chain[node["id"]] = c
+        role = Role(node["role"])
+        duty = DUTY_TYPES[role].model_validate(node["duty"])
+        if role in (Role.FILTER, Role.DEDUP):
+            home: int | None = c
+        elif role is Role.JOIN:
+            home = chain.get(deps[1]) if len(deps) > 1 else None
+        else:
+            home = -1
+        reads = view.reads(role, duty, home)
+        out = view.cleaned_after(role, home, Capacity(node["capacity"]), reads, out)
     return out
+
+
+def _chain_of(task: Task, before: Sequence[Mapping[str, Any]], name: str) -> int | None:
+    """The source chain a dep belongs to (None for an unknown name)."""
+    chain = {n: i for i, n in enumerate(task.source_names)}
+    for node in before:
+        if node["deps"] and node["deps"][0] in chain:
+            chain[node["id"]] = chain[node["deps"][0]]
+    return chain.get(name)
 
 
 def _unjoined(task: Task, before: Sequence[Mapping[str, Any]]) -> int:

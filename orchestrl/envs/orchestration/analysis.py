@@ -431,7 +431,7 @@ class PublicView:
         columns), fitting the level's skeleton; base duties and extra stages cost."""
         if self._shapes is not None:
             return self._shapes
-        candidates, skeleton = self.public.candidates, self.public.level.skeleton
+        candidates, skeleton = self.public.proposed, self.public.level.skeleton
         n_join, n_post = (sum(f is fam for f in skeleton) for fam in (Family.JOIN, Family.POST))
         target = sorted(self.target)
         wanted = set(target)
@@ -507,39 +507,112 @@ class PublicView:
             return 0.0
         return self.held(output)
 
+    # --------------------------------------------------------------------------- priors
+    def prep_score(self, role: Role, duty: Any, home: int) -> float:
+        """The prior of a cleaning stage: minus infinity when it keeps every row or none, or
+        drops an example row it can be checked against; a dedup on a key that repeats first; then
+        how strongly the examples call for it (their agreement with it in context, how unlikely its
+        agreement with them is by chance) and, for a not-null filter, the missing values it drops."""
+        n = dict(zip(CANDIDATE_NUMBERS, self.numbers(role, duty, home), strict=True))
+        if n["keep"] >= 1.0 or n["keep"] <= 0.0 or (n["checkable"] > 0 and n["agree"] < 1.0):
+            return -math.inf
+        context = 3.0 if n["context_agree"] >= 1.0 else -3.0 if n["context_agree"] >= 0 else 0.0
+        if role is Role.DEDUP:
+            return context + (10.0 if n["reads_key"] and n["repeats"] >= 0.15 else -1.0)
+        evidence = -math.log(max(n["surprise"], 1e-9)) if n["checkable"] > 0 else 0.5 - n["keep"]
+        return context + evidence + (1.0 if duty.op == "notnull" and duty.column is not None else 0.0)
+
+    def prep_options(self) -> list[tuple[float, Stage]]:
+        """Every cleaning stage a proposed candidate can make, with its prior, best first."""
+        out = []
+        for role in PREP_ROLES:
+            for duty in self.public.proposed[role]:
+                for home in self.prep_homes(duty):
+                    score = self.prep_score(role, duty, home)
+                    if score > -math.inf:
+                        out.append((score, Stage(role, duty, home)))
+        return sorted(out, key=lambda o: -o[0])
+
+    def ranked(self, role: Role, duties: Sequence[Any]) -> tuple[Any, ...]:
+        """A cleaning role's candidates with the base duty first and the others by their best
+        prior over the tables they can act on (stable for ties)."""
+
+        def best(duty: Any) -> float:
+            return max((self.prep_score(role, duty, h) for h in self.prep_homes(duty)), default=-math.inf)
+
+        head, rest = duties[0], list(duties[1:])
+        return (head, *sorted(rest, key=lambda d: -best(d)))
+
     # --------------------------------------------------------------------------- capacities
     def capacities(self, stages: Sequence[Stage]) -> list[Stage]:
         """Each stage with the capacity the data calls for (:meth:`capacity_needed`), in order."""
-        cleaned: set[str] = set()
+        cleaned: set[tuple[int, str]] = set()
         out = []
         for st in stages:
             capacity, reads = self.capacity_needed(st.role, st.duty, st.home, cleaned)
-            if capacity is not Capacity.SMALL:
-                cleaned |= set(reads)
+            cleaned = self.cleaned_after(st.role, st.home, capacity, reads, cleaned)
             out.append(st.with_capacity(capacity))
         return out
 
-    def capacity_needed(
-        self, role: Role, duty: Any, home: int | None, cleaned: set[str]
-    ) -> tuple[Capacity, list[str]]:
-        """The capacity a stage needs, read off the data, and the columns it reads: large where
-        a column it reads holds messy numbers, medium where one holds messy text or blanks, else
-        small; columns in ``cleaned`` (read by an earlier stage above small, which writes them back
-        clean) count as clean."""
-        reads = list(duty.columns_read())
-        if duty.is_base and role in (Role.FILTER, Role.DEDUP):
-            where = home if home is not None and home >= 0 else 0
-            reads = [c for c, p in self.profiles[where].items() if not p.numeric or role is Role.DEDUP]
-        elif duty.is_base and role is Role.JOIN and home is not None and home > 0:
-            reads = [c for c in self.profiles[0] if c in self.profiles[home]]
+    def reads(self, role: Role, duty: Any, home: int | None) -> list[tuple[int, str]]:
+        """``(chain, column)`` pairs a stage compares, groups or parses (what capacity acts on):
+        a cleaning stage reads its table's chain, a join the main chain and its right table's,
+        the others the main chain. Chain ``i`` is source ``i`` as the stages so far left it."""
+        where = home if home is not None and home >= 0 else 0
+        if role in (Role.FILTER, Role.DEDUP):
+            columns = list(duty.columns_read())
+            if duty.is_base:
+                columns = [c for c, p in self.profiles[where].items() if not p.numeric or role is Role.DEDUP]
+            return [(where, c) for c in columns]
+        if role is Role.JOIN:
+            if home is None or home <= 0:
+                return []
+            if duty.is_base:
+                shared = [c for c in self.profiles[0] if c in self.profiles[home]]
+                return [(0, c) for c in shared] + [(home, c) for c in shared]
+            return [(0, str(duty.left_on)), (home, str(duty.right_on))]
         if role is Role.SELECT:
-            reads = []
-        dirty = [p for c in reads if c not in cleaned for p in self.stats(c)]
+            return []
+        return [(0, c) for c in duty.columns_read()]
+
+    def dirt(self, chain: int, column: str) -> list[ColumnProfile]:
+        """The profiles behind a column of a chain: its table's, or on the main chain a joined
+        table's."""
+        if chain < len(self.profiles) and column in self.profiles[chain]:
+            return [self.profiles[chain][column]]
+        if chain == 0:
+            return [p[column] for p in self.profiles[1:] if column in p]
+        return []
+
+    def capacity_needed(
+        self, role: Role, duty: Any, home: int | None, cleaned: set[tuple[int, str]]
+    ) -> tuple[Capacity, list[tuple[int, str]]]:
+        """The capacity a stage needs, read off the data, and what it reads (:meth:`reads`):
+        large where a column it reads holds messy numbers, medium where one holds messy text or
+        blanks, else small; pairs in ``cleaned`` (read above small by an earlier stage, which
+        writes them back clean) count as clean."""
+        reads = self.reads(role, duty, home)
+        dirty = [p for chain, c in reads if (chain, c) not in cleaned for p in self.dirt(chain, c)]
         if any(p.dirt_num > 0 for p in dirty):
             return Capacity.LARGE, reads
         if any(p.dirt_text > 0 or p.blank_frac > 0 for p in dirty):
             return Capacity.MEDIUM, reads
         return Capacity.SMALL, reads
+
+    @staticmethod
+    def cleaned_after(
+        role: Role,
+        home: int | None,
+        capacity: Capacity,
+        reads: Sequence[tuple[int, str]],
+        cleaned: set[tuple[int, str]],
+    ) -> set[tuple[int, str]]:
+        """What is clean after a stage: what it read, if above small; and a join brings its right
+        table's clean columns into the main chain."""
+        out = set(cleaned) | (set(reads) if capacity is not Capacity.SMALL else set())
+        if role is Role.JOIN and home is not None and home > 0:
+            out |= {(0, c) for chain, c in out if chain == home}
+        return out
 
 
 def _canon(value: Any) -> Any:

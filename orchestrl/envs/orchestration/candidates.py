@@ -17,11 +17,12 @@ consider for these tables (:func:`propose`):
   the domain's usual rename), and near misses of them.
 
 Candidates the inputs call for (marked above as always proposed, and for derive, aggregate and
-select those whose names occur in the target's columns) come first, in a seeded order; the rest
-are drawn with a seeded generator and follow in the order drawn. So where the data or the
-target's column names call for a duty it sits near the front of its list, while the filters on
-values and thresholds, which only the example rows can tell apart, come in random order.
-Nothing here reads the hidden reference or the hidden target: two tasks with the same public
+select those whose names occur in the target's columns) come first (joins in the order of their
+tables, aggregates that yield all of the target's columns before those that yield part of them);
+the rest are drawn with a seeded generator and follow in the order drawn. So where the data or the
+target's column names call for a duty it sits near the front of its list. (The team sees the
+filter and dedup lists ranked further, by the evidence the example rows give:
+:meth:`.tasks.PublicInputs.candidates`.) Nothing here reads the hidden reference or the hidden target: two tasks with the same public
 inputs get the same candidates (a test checks it).
 """
 
@@ -117,11 +118,11 @@ def _choose(
     rng: np.random.Generator,
     weights: Callable[[list[Any]], np.ndarray] | None = None,
 ) -> tuple[Any, ...]:
-    """Base duty, then the salient candidates (in a seeded order), then draws from the rest (in
-    the order drawn); duplicates and base-equal duties dropped."""
+    """Base duty, then the salient candidates (in their pool's order), then draws from the rest
+    (in the order drawn); duplicates and base-equal duties dropped."""
     base = base_duty(role)
     chosen: list[Any] = []
-    for duty in [salient[i] for i in rng.permutation(len(salient))]:
+    for duty in salient:
         if len(chosen) < k - 1 and duty not in chosen and duty != base:
             chosen.append(duty)
     taken = {base, *chosen}
@@ -279,8 +280,12 @@ def _aggregate_pool(
     def fits(x: AggregateDuty) -> bool:
         return x.name in target and all(b in target or rename(b) in target for b in x.by or ())
 
+    def exact(x: AggregateDuty) -> bool:
+        return len(x.by or ()) + 1 == len(target)
+
     every = _aggregate_all(sources, d)
-    return [x for x in every if fits(x)], [x for x in every if not fits(x)]
+    salient = [x for x in every if fits(x)]
+    return sorted(salient, key=lambda x: not exact(x)), [x for x in every if not fits(x)]
 
 
 def _topk_pool(sources: Mapping[str, pd.DataFrame], d: Domain) -> tuple[list, list]:

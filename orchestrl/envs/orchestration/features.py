@@ -20,7 +20,10 @@ it. One fixed layout per level (``blocks`` lists it), identical for every agent:
   against it and the share that agree (a filter's predicate on the example rows, directly or
   through a key the target shows; a derived value recomputed; a renamed column's example values
   found in the source column), how improbable that agreement is by chance (share kept ^ examples),
-  the read columns' distinctness, repeats, missing values and dirt, a join's key overlap;
+  the read columns' distinctness, repeats, missing values and dirt, a join's key overlap, the
+  share of example rows a cleaning duty's output holds when it runs with the joins and post
+  stages the target's columns imply, and (cleaning duties) the prior the solver ranks it by
+  (:meth:`.analysis.PublicView.prep_score`);
 - ``feedback`` (after the first round): the agent's own node (outcome kind, rows out / rows in,
   its output's column overlap with the target's, cached, is the output, and its own last action);
   the team's output against the target: valid, column overlap, output rows / target rows, and for
@@ -58,7 +61,7 @@ from orchestrl.envs.orchestration.spec import (
 
 CLIP = 5.0
 TARGET_COLUMNS = 16
-MAX_EXAMPLES = 5
+MAX_EXAMPLES = 6
 FEEDBACK_KINDS = ("ok", "idle", "invalid", "exception", "upstream", "timeout", "limit", "denied", "crash")
 _KIND_ALIASES = {"bad_output": "exception", "memory": "limit", "cpu_limit": "limit", "protocol": "crash"}
 OPS = 6
@@ -92,7 +95,7 @@ class ObservationBuilder:
         self.layout = layout
         self.skeleton = tuple(skeleton)
         s, k = layout.sources, layout.duties
-        self.candidate_width = 2 + (s + 1) + OPS + len(CANDIDATE_NUMBERS)
+        self.candidate_width = 2 + (s + 1) + OPS + len(CANDIDATE_NUMBERS) + 1
         self.blocks: list[tuple[str, int]] = [
             ("slot", layout.agents + len(Family) + 3),
             ("round", 2),
@@ -184,8 +187,12 @@ class ObservationBuilder:
         where = np.zeros(s + 1)
         if home is not None:
             where[s if home == POST else min(home, s - 1)] = 1.0
+        prior = 0.0
+        if role in (Role.FILTER, Role.DEDUP):  # the best prior over the tables it can act on
+            best = max((view.prep_score(role, duty, h) for h in view.prep_homes(duty)), default=-math.inf)
+            prior = max(best / 10.0, -1.0)
         return np.concatenate(
-            [[1.0, float(duty.is_base)], where, _op_code(duty), view.numbers(role, duty, home)]
+            [[1.0, float(duty.is_base)], where, _op_code(duty), view.numbers(role, duty, home), [prior]]
         )
 
     # ------------------------------------------------------------------------------ full vector

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-import math
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -40,7 +39,7 @@ from typing import Any
 import numpy as np
 
 from orchestrl.envs.orchestration.actions import ActionLayout, agent_id
-from orchestrl.envs.orchestration.analysis import CANDIDATE_NUMBERS, PublicView
+from orchestrl.envs.orchestration.analysis import PublicView
 from orchestrl.envs.orchestration.plans import (
     POST,
     PREP_ROLES,
@@ -122,33 +121,6 @@ def solver_actions(solution: Solution, task: Any, layout: ActionLayout) -> dict[
 
 
 # ------------------------------------------------------------------------------ enumeration
-def prep_options(view: PublicView) -> list[tuple[float, Stage]]:
-    """Every cleaning stage a candidate can make, with its prior score, best first."""
-    out = []
-    for role in PREP_ROLES:
-        for duty in view.public.candidates[role]:
-            for home in view.prep_homes(duty):
-                score = prep_score(view, role, duty, home)
-                if score > -math.inf:
-                    out.append((score, Stage(role, duty, home)))
-    return sorted(out, key=lambda o: -o[0])
-
-
-def prep_score(view: PublicView, role: Role, duty: Any, home: int) -> float:
-    """The prior of a cleaning stage: minus infinity when it keeps every row or none, or drops an
-    example row it can be checked against; a dedup on a key that repeats first; then how strongly
-    the examples call for it (their agreement with it in context, how unlikely its agreement with
-    them is by chance) and, for a not-null filter, the missing values it drops."""
-    n = dict(zip(CANDIDATE_NUMBERS, view.numbers(role, duty, home), strict=True))
-    if n["keep"] >= 1.0 or n["keep"] <= 0.0 or (n["checkable"] > 0 and n["agree"] < 1.0):
-        return -math.inf
-    context = 3.0 if n["context_agree"] >= 1.0 else -3.0 if n["context_agree"] >= 0 else 0.0
-    if role is Role.DEDUP:
-        return context + (10.0 if n["reads_key"] and n["repeats"] >= 0.15 else -1.0)
-    evidence = -math.log(max(n["surprise"], 1e-9)) if n["checkable"] > 0 else 0.5 - n["keep"]
-    return context + evidence + (2.0 if duty.op == "notnull" and duty.column is not None else 0.0)
-
-
 def _ranked_plans(view: PublicView, level: Any) -> Iterator[dict[int, Stage]]:
     """Plans that fit the skeleton and pass schema pruning, best prior first: the shapes (joins
     and post stages, :meth:`.analysis.PublicView.shapes`) crossed with sets of cleaning stages
@@ -156,7 +128,7 @@ def _ranked_plans(view: PublicView, level: Any) -> Iterator[dict[int, Stage]]:
     skeleton = level.skeleton
     n_prep = sum(f is Family.PREP for f in skeleton)
     shaped = view.shapes()
-    preps = prep_options(view)
+    preps = view.prep_options()
     low, _ = level.stages
     fixed = min((len(j) + len(p) for _, j, p in shaped), default=0)
     prep_sets: list[tuple[float, tuple[Stage, ...]]] = [(0.4, ())] if low <= fixed else []

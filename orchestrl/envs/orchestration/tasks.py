@@ -91,10 +91,10 @@ class Level:
 
 
 LEVELS: dict[int, Level] = {
-    1: Level(1, 2, 1, 4, 4, (P, Q), dirty=False, distractors=False, fact_rows=(40, 90)),
-    2: Level(2, 3, 2, 4, 4, (P, J, Q), dirty=False, distractors=False, fact_rows=(60, 120)),
-    3: Level(3, 5, 3, 6, 4, (P, J, J, Q, Q), dirty=True, distractors=True, fact_rows=(80, 150)),
-    4: Level(4, 8, 3, 6, 4, (P, P, P, J, J, Q, Q, Q), dirty=True, distractors=True, fact_rows=(90, 160)),
+    1: Level(1, 2, 1, 4, 5, (P, Q), dirty=False, distractors=False, fact_rows=(40, 90)),
+    2: Level(2, 3, 2, 4, 5, (P, J, Q), dirty=False, distractors=False, fact_rows=(60, 120)),
+    3: Level(3, 5, 3, 6, 6, (P, J, J, Q, Q), dirty=True, distractors=True, fact_rows=(80, 150)),
+    4: Level(4, 8, 3, 6, 6, (P, P, P, J, J, Q, Q, Q), dirty=True, distractors=True, fact_rows=(90, 160)),
 }
 
 
@@ -125,9 +125,20 @@ class PublicInputs:
         return tuple(self.sources)
 
     @cached_property
-    def candidates(self) -> dict[Role, tuple[Any, ...]]:
+    def proposed(self) -> dict[Role, tuple[Any, ...]]:
         """The candidate duties proposed from these inputs (:func:`.candidates.propose`)."""
         return propose(self)
+
+    @cached_property
+    def candidates(self) -> dict[Role, tuple[Any, ...]]:
+        """The proposed candidates as the team sees them: the cleaning roles' (filter, dedup)
+        ranked by how strongly the public evidence calls for them
+        (:meth:`.analysis.PublicView.ranked`), the others as proposed (those the data or the
+        target's names call for first)."""
+        out = dict(self.proposed)
+        for role in (Role.FILTER, Role.DEDUP):
+            out[role] = self.view.ranked(role, out[role])
+        return out
 
     @cached_property
     def view(self) -> Any:
@@ -513,7 +524,7 @@ class _Builder:
             drop=True
         )
         public = PublicInputs(lv, d.name, sources, tuple(str(c) for c in target.columns), examples, self.seed)
-        public.__dict__["candidates"] = propose(public, sourced)  # what its cached property computes
+        public.__dict__["proposed"] = propose(public, sourced)  # what its cached property computes
         for node in reference.nodes:
             _check(node.duty in public.candidates[node.role])
         return Task(
