@@ -22,8 +22,8 @@ tables, aggregates that yield all of the target's columns before those that yiel
 the rest are drawn with a seeded generator and follow in the order drawn. So where the data or the
 target's column names call for a duty it sits near the front of its list. (The team sees the
 filter and dedup lists ranked further, by the evidence the example rows give:
-:meth:`.tasks.PublicInputs.candidates`.) Nothing here reads the hidden reference or the hidden target: two tasks with the same public
-inputs get the same candidates (a test checks it).
+:meth:`.tasks.PublicInputs.candidates`.) Nothing here reads the hidden reference or the hidden
+target: two tasks with the same public inputs get the same candidates (a test checks it).
 """
 
 from __future__ import annotations
