@@ -63,7 +63,7 @@ CANDIDATE_NUMBERS = (
     "dirt_num",
     "numeric",
     "key_overlap",
-    "unknown_column",  # reads a column no source has
+    "unknown_columns",  # share of the columns it reads (a select: maps) that no source holds
     "reads_key",
     "context_agree",  # cleaning duties: share of example rows held when it runs in the context
 )
@@ -207,13 +207,21 @@ class PublicView:
                 max((p.dirt_num for p in stats), default=0.0),
                 float(bool(stats) and all(p.numeric for p in stats)),
                 self._key_overlap(duty) if isinstance(duty, JoinDuty) else 0.0,
-                float(len(reads) > 0 and len(stats) < len(reads)),  # reads a column no source has
+                self._unknown(duty, reads, stats),
                 float(any(p.key for p in stats)),
                 self.context_agree(Stage(role, duty, home))
                 if role in PREP_ROLES and home is not None and home != POST
                 else 0.0,
             ]
         )
+
+    def _unknown(self, duty: Any, reads: list[str], stats: list[ColumnProfile]) -> float:
+        """Share of the columns it reads (a select: maps) that no source holds: they must come
+        from an earlier derive or aggregate."""
+        if isinstance(duty, SelectDuty):
+            olds = [old for old, _ in duty.columns or ()]
+            return sum(not self.stats(old) for old in olds) / len(olds) if olds else 0.0
+        return sum(not self.stats(c) for c in reads) / len(reads) if reads else 0.0
 
     def _writes(self, role: Role, duty: Any) -> tuple[float, float, float]:
         """(writes a target column, writes something the target aggregates, yields exactly the

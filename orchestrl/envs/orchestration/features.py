@@ -14,7 +14,8 @@ it. One fixed layout per level (``blocks`` lists it), identical for every agent:
   renamed), an aggregate (``sum_...``) or a derived measure;
 - ``columns``: per target column: which sources hold a column of that name (as is or renamed),
   whether its example values are numbers, whether it names an aggregate;
-- ``candidates``: per role and candidate duty, what it is (base duty or not, the table it acts
+- ``candidates``: per role and candidate duty (in each agent's observation only the roles of its
+  skeleton family: cleaning, joins or post-processing; the others are zeros), what it is (base duty or not, the table it acts
   on, its operator) and how it relates to the data and the examples: whether the columns it reads
   and writes are in the target, the share of rows it keeps, whether the examples can be checked
   against it and the share that agree (a filter's predicate on the example rows, directly or
@@ -47,7 +48,7 @@ import pandas as pd
 from orchestrl.envs.orchestration.actions import ActionLayout
 from orchestrl.envs.orchestration.analysis import CANDIDATE_NUMBERS, PublicView
 from orchestrl.envs.orchestration.candidates import rename
-from orchestrl.envs.orchestration.plans import POST, Family
+from orchestrl.envs.orchestration.plans import POST, Family, family_of
 from orchestrl.envs.orchestration.spec import (
     ROLES,
     AggregateDuty,
@@ -110,6 +111,7 @@ class ObservationBuilder:
             ("team_spec", layout.agents * int(layout.nvec.sum())),
         ]
         self.size = sum(n for _, n in self.blocks)
+        self._masks: dict[Family, np.ndarray] = {}
 
     def offsets(self) -> dict[str, slice]:
         out, start = {}, 0
@@ -206,8 +208,24 @@ class ObservationBuilder:
         rank = sum(1 for f in self.skeleton[:slot] if f is family)
         slot_vec[self.layout.agents + len(Family) + min(rank, 2)] = 1.0
         round_vec = np.array([round_index / max(rounds, 1), float(round_index == 0)])
-        parts = [slot_vec, round_vec, task_part, self._feedback(feedback), self._team_spec(feedback)]
+        mine = task_part * self._family_mask(family)
+        parts = [slot_vec, round_vec, mine, self._feedback(feedback), self._team_spec(feedback)]
         return sanitise(np.concatenate(parts))
+
+    def _family_mask(self, family: Family) -> np.ndarray:
+        """1 over the task part, except the candidates of roles outside ``family`` (0)."""
+        mask = self._masks.get(family)
+        if mask is None:
+            offsets = self.offsets()
+            start = offsets["candidates"].start - offsets["sources"].start
+            rows = np.repeat(
+                [float(family_of(r) is family) for r in ROLES], self.layout.duties * self.candidate_width
+            )
+            size = offsets["candidates"].stop - offsets["sources"].start
+            mask = np.ones(size, dtype=np.float32)
+            mask[start:] = rows
+            self._masks[family] = mask
+        return mask
 
     def _team_spec(self, fb: Feedback | None) -> np.ndarray:
         """The team's last actions, one one-hot per action component and agent (zeros before the
