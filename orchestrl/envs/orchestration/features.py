@@ -15,8 +15,8 @@ it. One fixed layout per level (``blocks`` lists it), identical for every agent:
 - ``columns``: per target column: which sources hold a column of that name (as is or renamed),
   whether its example values are numbers, whether it names an aggregate;
 - ``candidates``: per role and candidate duty (in each agent's observation only the roles of its
-  skeleton family: cleaning, joins or post-processing; the others are zeros), what it is (base duty or not, the table it acts
-  on, its operator) and how it relates to the data and the examples: whether the columns it reads
+  skeleton family: cleaning, joins or post-processing; the others are zeros), what it is (base
+  duty or not, the table it acts on, its operator) and how it relates to the data and the examples: whether the columns it reads
   and writes are in the target, the share of rows it keeps, whether the examples can be checked
   against it and the share that agree (a filter's predicate on the example rows, directly or
   through a key the target shows; a derived value recomputed; a renamed column's example values
