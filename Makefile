@@ -12,7 +12,7 @@ TORCH  ?= torch==2.13.0
 TORCH_INDEX ?=
 PYTEST_ARGS ?=
 
-.PHONY: install demo test test-fast lint bench ui clean
+.PHONY: install demo test test-fast lint bench mutants ui clean
 
 install: $(VENV)/.installed
 
@@ -27,16 +27,21 @@ demo: install
 	$(BIN)/orchestrl curriculum configs/curricula/lemon_demo.yaml
 
 test: install
+	$(BIN)/lint-imports
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
 
 test-fast: install
 	$(BIN)/python -m pytest -q -m "not ray and not slow" $(PYTEST_ARGS)
 
 lint: install
-	$(BIN)/ruff check orchestrl tests benchmarks
+	$(BIN)/ruff check orchestrl tests benchmarks tools
+	$(BIN)/lint-imports
 
 bench: install
 	$(BIN)/python benchmarks/throughput.py --quick
+
+mutants: install
+	$(BIN)/python benchmarks/mutants.py
 
 ui: install
 	$(BIN)/orchestrl ui

@@ -1,69 +1,72 @@
-"""Counterfactual credit (LEMON replay, COMA) against IPPO and MAPPO: held-out success vs env steps.
+"""Counterfactual credit (LEMON replay, COMA, COMA-CV) against IPPO and MAPPO: held-out success
+vs env steps on the LEMON orchestration env, and what LEMON's replay costs.
 
-What it runs: ippo, mappo, coma and lemon (``advantage: replay``; only on envs with a
-counterfactual API) with 5 seeds each and equal env-step budgets, in-process (InProcessTrainer, no
-Ray, one torch thread), two runs at a time (``--jobs``), on
+What it runs: ippo, mappo, coma (Foerster et al.'s Eq. 4, the critic's own Q), coma_cv (the
+baseline scaled by a control-variate coefficient fitted on the previous batch, with the sampled
+TD(lambda) return as Q and per-agent centring), lemon (``advantage: replay``) and lemon_gae (the
+same lemon runs without replay, ``advantage: gae``: the reference for the replay's cost), with 5
+seeds each and equal env-step budgets (``--algos lemon_uncentred`` adds lemon with
+``center_delta: false``, LEMON's uncentred delta), in-process (InProcessTrainer, no Ray, one torch
+thread), two runs at a time (``--jobs``), on
 
-- ``orchestration_l2`` / ``orchestration_l3``: the LEMON env at levels 2 (3 agents) and 3
-  (5 agents), 2 rounds per episode, one shared team reward, trained on the train split's first
-  1,000 tasks. Every algorithm starts from the same warm start (``warm_start:``, the env's expert
-  cloned into the actor on 100 training tasks for 6 epochs: LEMON's supervised start on valid
-  specs, kept short so that no run starts at the threshold), then PPO with the same settings (250
-  env steps per iteration, lr 5e-4, no entropy bonus; coma with its sampled-return Q term,
-  per-agent centring and fitted baseline scale, see ``benches``). Budgets: 4,000 (level 2) and
-  16,000 (level 3) env steps, the latter long enough that reaching 0.8 within half of it is a
-  claim about ippo and mappo too. The greedy policy is evaluated right after the warm start and
-  every 1,000 env steps on the same 30 held-out tasks; metric: held-out success (the held-out
-  team return, summed over agents, is reported too);
-- ``simple_spread``: MPE, N=3, 25-step episodes, ``local_ratio=0`` (one shared team reward for
-  every algorithm), from scratch; budget 30,000 env steps; metric: team return of the sampled
-  policy on 10 fresh episodes, SUMMED over the 3 agents (no success threshold: ``steps_to_0_8``
-  is null).
+- ``orchestration_l2`` / ``orchestration_l3`` / ``orchestration_l4``: the LEMON env at levels 2
+  (3 agents), 3 (5 agents) and 4 (8 agents, branching DAGs over three tables), 2 rounds per
+  episode, one shared team reward, trained on the train split's first 1,000 tasks. Every
+  algorithm starts from the same warm start (``warm_start:``, the env's expert cloned into the
+  actor on 100 training tasks for 6 epochs: LEMON's supervised start on valid specs, kept short
+  so that no run starts at the threshold), then PPO with the same settings (250 env steps per
+  iteration, lr 5e-4, no entropy bonus). Budgets: 4,000 (level 2) and 16,000 (levels 3 and 4)
+  env steps. The greedy policy is evaluated right after the warm start and every 1,000 env steps
+  on the same 30 held-out tasks; metric: held-out success (the held-out team return, summed over
+  agents, is in ``details``);
+- ``simple_spread`` (only with ``--envs simple_spread``): MPE, N=3, 25-step episodes,
+  ``local_ratio=0``, from scratch, 30,000 env steps; metric: team return of the sampled policy
+  summed over the 3 agents (no threshold: ``steps_to_0_8`` is null; no lemon: the env cannot
+  replay).
 
-Reported per env (JSON keyed by env name): ``final_iqm`` / ``ci95`` (IQM over seeds of the last
-evaluation, 95% stratified-bootstrap CI, ``orchestrl.tracking.stats``), ``steps_to_0_8`` (env steps
-at which the IQM curve first reaches 0.8, null if never) and per seed, with ``steps_to_0_8_ci95``
-(the IQM over seeds of those per-seed steps, a seed that never reaches 0.8 counted at the budget:
-a lower bound), the IQM curves with their bands, ``critic_explained_variance`` (IQM over seeds of
-each run's mean, over its updates, of RLlib's ``vf_explained_var``: how much of the value targets'
-variance the critic explains; for coma that critic is Q(s, u) of the taken joint action),
-``p_improvement_vs_ippo`` (algorithm -> [P(X > ippo), 95% CI]: how often a run of X ends above a
-run of ippo; 0.5 is a match) and ``lemon_counterfactual_cost``: extra executions, node re-runs and
-their wall time against the rest of LEMON's training time, next to LEMON's reported +12%.
+Printed: ONE JSON object with exactly the keys ``final_iqm``, ``ci95``, ``steps_to_0_8``,
+``p_improvement_vs_ippo`` and ``replay_cost``, each mapping env -> algorithm -> value (for
+``replay_cost``: env -> figures):
+
+- ``final_iqm`` / ``ci95``: IQM over seeds of the last evaluation, 95% stratified-bootstrap CI
+  (``orchestrl.tracking.stats``);
+- ``steps_to_0_8``: env steps at which the IQM curve first reaches 0.8 (null if never; the
+  per-seed steps and their CI are in ``details``);
+- ``p_improvement_vs_ippo``: [P(X > ippo), 95% CI] from the runs' finals (0.5 is a match);
+- ``replay_cost``: ``wall_time_overhead_pct``: lemon's training wall time (sampling + updates, not
+  the warm start or the evaluations, summed over seeds) over lemon_gae's with the same seeds,
+  minus 1, in % (what LEMON's reported +12% compares to); ``cpu_time_overhead_pct`` the same for
+  the training processes' CPU time (the sandbox workers' CPU is not in it);
+  ``extra_executions_per_episode``; ``invalid_final_per_episode`` (episodes whose final spec was
+  invalid get no replay); ``nodes_rerun_per_execution``; ``replay_share_pct`` (the replays' own
+  wall time over the rest of lemon's training time).
+
+``credit.json`` under ``--out`` holds the same keys plus ``critic_explained_variance`` (env ->
+algorithm -> IQM over seeds of each run's mean, over its updates, of RLlib's
+``vf_explained_var``: for coma and coma_cv that critic is Q(s, u) of the taken action), ``details``
+(per env: per-seed finals and steps to 0.8, IQM curves with their bands, returns, wall time per
+run) and ``meta`` (command, wall time, load); ``credit.png`` plots the curves.
 
 Run:
-    .venv/bin/python benchmarks/credit.py --quick     # 2 seeds, level 2 (2,000 steps) + spread: 2 min
-    .venv/bin/python benchmarks/credit.py             # the full benchmark
-    .venv/bin/python benchmarks/credit.py --envs orchestration_l3 --algos ippo coma --seeds 10 \
-        --out runs/bench/credit_l3_coma_ippo           # coma against ippo at level 3, 10 seeds
-It prints the JSON and writes ``credit.json`` + ``credit.png`` under ``--out``
-(default ``runs/bench/credit``).
+    .venv/bin/python benchmarks/credit.py --quick     # 2 seeds, level 2, 500 env steps
+    .venv/bin/python benchmarks/credit.py             # the full benchmark (levels 2, 3 and 4)
+    .venv/bin/python benchmarks/credit.py --envs orchestration_l3 --algos ippo coma coma_cv \
+        --seeds 10 --out runs/bench/credit_l3_coma    # the COMAs against ippo at level 3, 10 seeds
 
-Expected (measured 2026-12-01 on the 2-core machine; full run 48.7 min):
+Expected: not measured yet with this version (levels 2-4, coma_cv, the replay-free reference, the
+corrected delta placement and centring). Measured on the v1 env BEFORE these fixes (2026-12-01,
+2-core machine, full run 48.7 min; coma then meant today's coma_cv with the coefficient fitted on
+the batch it scaled and a factorised critic):
 
-- orchestration level 3, held-out success IQM [95% CI] after 16,000 env steps, from 0.53 after
-  the warm start: lemon 0.91 [0.87, 0.99], coma 0.71 [0.60, 0.79], mappo 0.52 [0.38, 0.59], ippo
-  0.36 [0.30, 0.40]; P(coma > ippo) 1.00 [1.00, 1.00]. lemon's IQM curve reaches 0.8 at 6,000 env
-  steps (per seed 5,000 / 6,000 / 6,000 / 10,000 / 7,000; IQM 6,333 [5,333, 9,000]); coma on 1
-  seed (at 16,000), ippo and mappo on none. All four first fall below the warm start (0.29-0.38
-  after 1,000 env steps); lemon climbs back from 2,000 on, coma and mappo in the second half.
+- level 3, held-out success IQM [95% CI] after 16,000 env steps, from 0.53 after the warm start:
+  lemon 0.91 [0.87, 0.99], coma 0.71 [0.60, 0.79], mappo 0.52 [0.38, 0.59], ippo 0.36
+  [0.30, 0.40]; lemon's IQM curve reached 0.8 at 6,000 env steps, ippo and mappo on no seed.
   Critic explained variance: mappo 0.44, ippo 0.43, lemon 0.28, coma 0.18;
 - level 2 after 4,000 env steps, from 0.47: lemon 0.78 [0.58, 0.83], ippo 0.46 [0.37, 0.76], mappo
-  0.42 [0.30, 0.50], coma 0.38 [0.33, 0.50]; none reaches 0.8 (lemon on 2 of 5 seeds, ippo on 1);
-- simple_spread, sampled-policy team return IQM: ippo -142.8 [-156.5, -138.8], mappo -147.4
-  [-156.5, -139.0], coma -156.9 [-191.6, -149.5] (coma trails mappo, as in the literature);
-- LEMON's counterfactual cost: 3.0 (level 2) and 4.6 (level 3) extra spec executions per episode,
-  0.9 / 1.4 nodes actually re-run per execution thanks to the node cache, and +30% / +61% wall
-  time over the rest of LEMON's runs (LEMON reports +12%; the cached task pool makes the rest
-  of a run cheap, so the replays' share grows).
-
-Runs are not bit-reproducible (sandbox timing feeds the reward): the two previous full runs, before
-coma's ``fit_baseline_scale``, gave at level 3 lemon 0.92 / 0.91, mappo 0.52 / 0.40, ippo 0.43 /
-0.46 and coma 0.34 / 0.41. The 10-seed coma-against-ippo run
-(``--envs orchestration_l3 --algos ippo coma --seeds 10``, 35.5 min): coma 0.71 [0.64, 0.78], ippo
-0.35 [0.27, 0.45], P(coma > ippo) 0.975 [0.90, 1.00]; coma reaches 0.8 on 3 of 10 seeds, ippo on
-none; critic explained variance coma 0.09, ippo 0.44. Before ``fit_baseline_scale`` the same
-command gave coma 0.44 [0.30, 0.51], ippo 0.47 [0.41, 0.54].
+  0.42 [0.30, 0.50], coma 0.38 [0.33, 0.50];
+- simple_spread, sampled-policy team return IQM: ippo -142.8, mappo -147.4, coma -156.9;
+- LEMON's replays: 3.0 (level 2) and 4.6 (level 3) extra spec executions per episode, +30% / +61%
+  of the rest of lemon's training time (not against a replay-free run).
 """
 
 from __future__ import annotations
@@ -80,7 +83,14 @@ from typing import Any
 
 import numpy as np
 
-ALGORITHMS = ("ippo", "mappo", "coma", "lemon")
+ALGORITHMS = ("ippo", "mappo", "coma", "coma_cv", "lemon", "lemon_gae")
+REPLAY_FREE = "lemon_gae"
+"""lemon without replay (``advantage: gae``): the same runs, seeds and settings minus the replays."""
+LEMON_VARIANTS = {REPLAY_FREE: {"advantage": "gae"}, "lemon_uncentred": {"center_delta": False}}
+"""Benchmark names for lemon with other knobs; lemon_uncentred (LEMON's delta without centring)
+runs only when ``--algos`` names it."""
+REPLAYING = ("lemon", *LEMON_VARIANTS)
+REPORT_KEYS = ("final_iqm", "ci95", "steps_to_0_8", "p_improvement_vs_ippo", "replay_cost")
 THRESHOLD = 0.8
 TASK_POOL = 1000
 """Orchestration runs train on the train split's first 1,000 tasks (generated tables and node
@@ -109,6 +119,8 @@ class Bench:
     hidden: tuple[int, ...] = (64, 64)
     warm_start: dict[str, Any] = field(default_factory=dict)
     """The experiment's ``warm_start:`` section (behaviour cloning of the expert before RL)."""
+    default: bool = True
+    """Run without ``--envs`` naming it."""
 
     @property
     def budget(self) -> int:
@@ -122,46 +134,27 @@ def benches(quick: bool) -> dict[str, Bench]:
     # after cloning alone was 0.17 / 0.07 / 0.03 (4 epochs), 0.37 / 0.30 / 0.20 (5) and
     # 0.87 / 0.77 / 0.80 (8): at 8 the threshold is reached before any RL.
     orch_training = {"lr": 5e-4, "num_epochs": 8, "minibatch_size": 250, "entropy_coeff": 0.0}
-    # COMA's Q(s,u) term is the sampled TD(lambda) return, its critic gives the counterfactual
-    # baseline, and the advantages are centred per agent, then scaled. Measured at level 3, seed 0,
-    # 8,000 env steps from a warm start at 0.70: with the critic's own Q it fell to 0.00 (critic
-    # warm-up 4 or 8); the sampled return without centring to 0.17 (unscaled) / 0.33 (scaled).
-    # Over seeds 0-4 at 12,000 env steps, centred over the whole batch it ended at 0.27 / 0.37 /
-    # 0.27 / 0.13 / 0.37 (ippo 0.47 / 0.47 / 0.30 / 0.30 / 0.33), centred per agent 0.43 / 0.60 / 0.37
-    # / 0.17 / 0.47. Probed since at 16,000 env steps, none better (final success on seeds 0-4,
-    # or on the weakest seeds 2 and 3, whose per-agent-centred results were 0.50 / 0.20 before):
-    # regressing the baseline itself onto the returns 0.40 / 0.67 / 0.17 / 0.30 / 0.40; with
-    # td_lambda 0.95 too, seeds 0-3 0.43 / 0.53 / 0.23 / 0.07; on seeds 2 / 3 critic_lr 3e-3
-    # 0.33 / 0.20, the critic reading the agent's own observation instead of the global state
-    # 0.27 / 0.17, and a joint (non-factorised) Q head with a sampled baseline 0.37 / 0.20. Probed
-    # later, seeds 0-4 (this setting's run: 0.33 / 0.47 / 0.50 / 0.23 / 0.23): the critic also fitted
-    # on the last 12 batches' targets before each update 0.73 / 0.30 / 0.50 / 0.20 / 0.43; critic
-    # warm-up 4, seeds 0-3, 0.23 / 0.50 / 0.33 / 0.20; every agent's sampling-time action
-    # probabilities as extra critic input, seeds 0-3, 0.50 / 0.43 / 0.27 / 0.17; the critic's own
-    # Q with a conservative (CQL) penalty on untried actions 0.00 on seeds 0 and 1. Adopted since:
-    # each agent's baseline scaled by its fitted control-variate coefficient (fit_baseline_scale;
-    # median fitted value 0.65, 80% of them in 0.49-0.80), seeds 0-4 0.80 / 0.70 / 0.73 / 0.43 / 0.63.
-    orch_knobs = {
-        "coma": {
-            "critic_warmup": 1,
-            "q_source": "lambda_return",
-            "normalize_advantages": True,
-            "center_advantages": True,
-            "fit_baseline_scale": True,
-        }
-    }
-    spread_training = {"lr": 7e-4, "num_epochs": 5, "minibatch_size": 1000, "entropy_coeff": 0.01}
-    iterations = {2: 8} if quick else {2: 16, 3: 64}
+    # Both COMAs: one critic-only update first. coma keeps Eq. 4 (the critic's own Q, the whole
+    # baseline); coma_cv's defaults are what v1's probes adopted for "coma" (the sampled TD(lambda)
+    # return as Q, per-agent centring, the scaled baseline), now with the coefficient fitted on the
+    # previous batch. v1's probes at level 3 (before the fixes): with the critic's own Q, seed 0
+    # fell from 0.70 to 0.00 within 8,000 env steps; the sampled return, centred per agent,
+    # ended at 0.43 / 0.60 / 0.37 / 0.17 / 0.47 on seeds 0-4 after 12,000 (ippo 0.47 / 0.47 / 0.30
+    # / 0.30 / 0.33); with the in-batch scaled baseline 0.80 / 0.70 / 0.73 / 0.43 / 0.63 at 16,000.
+    orch_knobs = {"coma": {"critic_warmup": 1}, "coma_cv": {"critic_warmup": 1}}
+    # --quick: level 2, 500 env steps, evaluated after the warm start and at the end on 10 tasks
+    # (a warm start on 50 tasks instead of 100 left level 2 at 0.00 held-out success: no quicker).
+    levels = {2: 2} if quick else {2: 16, 3: 64, 4: 64}
     out = {
         f"orchestration_l{level}": Bench(
             env="orchestration",
             kwargs={"level": level, "task_pool": TASK_POOL},
             eval_overrides={"split": "heldout"},
             metric="success",
-            iterations=iterations[level],
+            iterations=iterations,
             batch=250,
             eval_every=2 if quick else 4,
-            eval_episodes=30,
+            eval_episodes=10 if quick else 30,
             eval_explore=False,
             envs_per_runner=4,
             training=orch_training,
@@ -169,8 +162,9 @@ def benches(quick: bool) -> dict[str, Bench]:
             hidden=(256, 256),
             warm_start={"episodes": 100, "epochs": 6},
         )
-        for level in ((2,) if quick else (2, 3))
+        for level, iterations in levels.items()
     }
+    spread_training = {"lr": 7e-4, "num_epochs": 5, "minibatch_size": 1000, "entropy_coeff": 0.01}
     out["simple_spread"] = Bench(
         env="simple_spread",
         kwargs={"N": 3, "max_cycles": 25, "local_ratio": 0.0},
@@ -183,9 +177,17 @@ def benches(quick: bool) -> dict[str, Bench]:
         eval_explore=True,
         envs_per_runner=8,
         training=spread_training,
-        algo_knobs={"coma": {"critic_warmup": 2}},
+        algo_knobs={"coma": {"critic_warmup": 2}, "coma_cv": {"critic_warmup": 2}},
+        default=False,
     )
     return out
+
+
+def algorithm_section(bench: Bench, algo: str) -> dict[str, Any]:
+    """The experiment's ``algorithm:`` section (lemon_gae is lemon with ``advantage: gae``)."""
+    if algo in LEMON_VARIANTS:
+        return {"name": "lemon", **LEMON_VARIANTS[algo], **bench.algo_knobs.get("lemon", {})}
+    return {"name": algo, **bench.algo_knobs.get(algo, {})}
 
 
 def experiment(bench: Bench, algo: str, seed: int) -> dict[str, Any]:
@@ -193,7 +195,7 @@ def experiment(bench: Bench, algo: str, seed: int) -> dict[str, Any]:
         "name": f"credit_{bench.env}_{algo}",
         "seed": seed,
         "env": {"name": bench.env, "kwargs": dict(bench.kwargs)},
-        "algorithm": {"name": algo, **bench.algo_knobs.get(algo, {})},
+        "algorithm": algorithm_section(bench, algo),
         "model": {"hidden": list(bench.hidden)},
         "warm_start": dict(bench.warm_start),
         "resources": {"env_runners": 0, "envs_per_env_runner": bench.envs_per_runner},
@@ -235,7 +237,9 @@ COST_KEYS = {
     "seconds": "time_s",
     "nodes_run": "nodes_run",
     "episodes": "episodes",
+    "invalid_final": "invalid_final",
 }
+"""Run totals kept from the env runner's ``env/cf_<name>`` metrics (LEMON's replays)."""
 
 
 def train_run(bench: Bench, algo: str, seed: int) -> dict[str, Any]:
@@ -253,6 +257,7 @@ def train_run(bench: Bench, algo: str, seed: int) -> dict[str, Any]:
     points: list[int] = []
     curves: dict[str, list[float]] = {}
     steps, cost = 0, dict.fromkeys(COST_KEYS, 0.0)
+    train_s = train_cpu_s = 0.0  # sampling + updates only: what the replays add to
     critic_ev: list[float] = []  # per update: how much of the value targets' variance the critic explains
     try:
         if trainer.warm_start:  # where RL starts from: the cloned policy, before any env step
@@ -260,9 +265,12 @@ def train_run(bench: Bench, algo: str, seed: int) -> dict[str, Any]:
             for key, value in evaluate(bench, evaluator, trainer.learner).items():
                 curves.setdefault(key, []).append(value)
         for iteration in range(1, bench.iterations + 1):
+            wall, cpu = time.perf_counter(), time.process_time()
             episodes = sample(trainer.runner, bench.batch)
             steps += sum(len(ep) for ep in episodes)
             learned = trainer.update(episodes)
+            train_s += time.perf_counter() - wall
+            train_cpu_s += time.process_time() - cpu
             explained = [m[VF_EXPLAINED_VAR] for m in learned.values() if VF_EXPLAINED_VAR in m]
             critic_ev.append(float(np.mean(explained)))
             metrics = trainer.runner.get_metrics()
@@ -281,6 +289,8 @@ def train_run(bench: Bench, algo: str, seed: int) -> dict[str, Any]:
         "curves": curves,
         "env_steps_sampled": steps,
         "wall_s": time.perf_counter() - started,
+        "train_s": train_s,
+        "train_cpu_s": train_cpu_s,
         "cost": cost,
         "critic_ev": critic_ev,
     }
@@ -313,6 +323,7 @@ def put_iqm(out: dict[str, Any], key: str, ci_key: str, algo: str, per_seed: lis
 
 
 def summarise(bench: Bench, runs: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+    """Everything measured on one env, per algorithm."""
     success = bench.metric == "success"
     out: dict[str, Any] = {
         "metric": "held-out success"
@@ -357,11 +368,44 @@ def summarise(bench: Bench, runs: dict[str, list[dict[str, Any]]]) -> dict[str, 
             out["curves_return"][algo] = curve_summary(algo_runs, "return")
         else:
             out["steps_to_0_8"][algo] = None
-    if "ippo" in runs:
-        out["p_improvement_vs_ippo"] = improvement_over(out["final_per_seed"], "ippo")
-    if "lemon" in runs:
-        out["lemon_counterfactual_cost"] = lemon_cost(runs["lemon"])
+    out["p_improvement_vs_ippo"] = improvement_over(out["final_per_seed"], "ippo") if "ippo" in runs else {}
+    out["replay_cost"] = replay_cost(runs.get("lemon", []), runs.get(REPLAY_FREE, []))
     return out
+
+
+def replay_cost(lemon: list[dict[str, Any]], replay_free: list[dict[str, Any]]) -> dict[str, Any]:
+    """What LEMON's replays cost: extra executions per episode, and lemon's training time over the
+    same runs without replay (``lemon_gae``, same seeds), in %. Sums over seeds; empty without lemon
+    runs, overheads None without replay-free ones."""
+    if not lemon:
+        return {}
+    cost = {k: float(np.sum([r["cost"][k] for r in lemon])) for k in COST_KEYS}
+    train = float(np.sum([r["train_s"] for r in lemon]))
+    out: dict[str, Any] = {
+        "wall_time_overhead_pct": None,
+        "cpu_time_overhead_pct": None,
+        "extra_executions_per_episode": cost["executions"] / max(cost["episodes"], 1.0),
+        "invalid_final_per_episode": cost["invalid_final"] / max(cost["episodes"], 1.0),
+        "nodes_rerun_per_execution": cost["nodes_run"] / max(cost["executions"], 1.0),
+        "replay_share_pct": 100.0 * cost["seconds"] / max(train - cost["seconds"], 1e-9),
+        "lemon_train_s": train,
+        "replay_free_train_s": None,
+        "lemon_paper_overhead_pct": 12.0,
+    }
+    if replay_free:
+        free = float(np.sum([r["train_s"] for r in replay_free]))
+        cpu = float(np.sum([r["train_cpu_s"] for r in lemon]))
+        free_cpu = float(np.sum([r["train_cpu_s"] for r in replay_free]))
+        out["replay_free_train_s"] = free
+        out["wall_time_overhead_pct"] = 100.0 * (train / max(free, 1e-9) - 1.0)
+        out["cpu_time_overhead_pct"] = 100.0 * (cpu / max(free_cpu, 1e-9) - 1.0)
+    return out
+
+
+def report(details: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The printed object: each of ``REPORT_KEYS`` as env -> algorithm -> value (``replay_cost``:
+    env -> figures)."""
+    return {key: {env: d[key] for env, d in details.items()} for key in REPORT_KEYS}
 
 
 def improvement_over(finals: dict[str, list[float]], baseline: str) -> dict[str, list[float]]:
@@ -376,21 +420,6 @@ def improvement_over(finals: dict[str, list[float]], baseline: str) -> dict[str,
             p = probability_of_improvement(scores, finals[baseline], seed=0)
             out[algo] = [p.value, p.low, p.high]
     return out
-
-
-def lemon_cost(runs: list[dict[str, Any]]) -> dict[str, float]:
-    """LEMON's extra executions and their time, against its own training wall time."""
-    cost = {k: float(np.sum([r["cost"][k] for r in runs])) for k in COST_KEYS}
-    wall = float(np.sum([r["wall_s"] for r in runs]))
-    return {
-        "extra_executions": cost["executions"],
-        "extra_executions_per_episode": cost["executions"] / max(cost["episodes"], 1.0),
-        "nodes_rerun": cost["nodes_run"],
-        "counterfactual_seconds": cost["seconds"],
-        "lemon_wall_seconds": wall,
-        "time_overhead": cost["seconds"] / max(wall - cost["seconds"], 1e-9),
-        "lemon_paper_time_overhead": 0.12,
-    }
 
 
 def plot(results: dict[str, Any], path: Path) -> None:
@@ -426,11 +455,15 @@ def plot(results: dict[str, Any], path: Path) -> None:
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="2 seeds, small budgets (~2 minutes)")
+    parser.add_argument("--quick", action="store_true", help="2 seeds, level 2, 500 env steps")
     parser.add_argument("--seeds", type=int, default=None, help="seeds per algorithm (default 5; quick 2)")
     parser.add_argument("--envs", nargs="*", default=None, help="subset of envs to run")
     parser.add_argument(
-        "--algos", nargs="*", choices=ALGORITHMS, default=None, help="subset of algorithms to run"
+        "--algos",
+        nargs="*",
+        choices=[*ALGORITHMS, *LEMON_VARIANTS],
+        default=None,
+        help="algorithms to run (default: all but lemon_uncentred)",
     )
     parser.add_argument("--out", type=Path, default=Path("runs/bench/credit"))
     parser.add_argument("--jobs", type=int, default=2, help="runs trained at once (one process each)")
@@ -441,7 +474,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         mode = " with --quick" if args.quick else ""
         parser.error(f"--envs: unknown env{mode}: {', '.join(unknown)} (known: {', '.join(known)})")
 
-    from orchestrl.algorithms.lemon.adapters import has_counterfactual_api
+    from orchestrl.envs.counterfactual import supports_counterfactual
     from orchestrl.envs.registry import get_env
     from orchestrl.training.runtime import quiet_environment, silence_noise, worker_pool
 
@@ -449,17 +482,18 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     quiet_environment(args.out)
     silence_noise(False)
     seeds = args.seeds or (2 if args.quick else 5)
-    started = time.perf_counter()
-    results: dict[str, Any] = {}
+    started, load_before = time.perf_counter(), os.getloadavg()
+    skipped: dict[str, str] = {}
     jobs: list[tuple[str, str, int]] = []
-    chosen = {n: b for n, b in benches(args.quick).items() if not args.envs or n in args.envs}
+    chosen = {n: b for n, b in benches(args.quick).items() if (n in args.envs if args.envs else b.default)}
     for name, bench in chosen.items():
         try:
             env_class = get_env(bench.env).load()
         except Exception as exc:
-            results[name] = {"skipped": f"{type(exc).__name__}: {exc}"}
+            skipped[name] = f"{type(exc).__name__}: {exc}"
             continue
-        algos = [a for a in args.algos or ALGORITHMS if a != "lemon" or has_counterfactual_api(env_class)]
+        replays = supports_counterfactual(env_class)
+        algos = [a for a in args.algos or ALGORITHMS if replays or a not in REPLAYING]
         jobs += [(name, algo, seed) for algo in algos for seed in range(seeds)]
     runs: dict[tuple[str, str, int], dict[str, Any]] = {}
     with worker_pool(max(1, args.jobs), args.out) as pool:
@@ -472,31 +506,41 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                 curve = {k: [round(v, 3) for v in vs] for k, vs in run["curves"].items()}
                 line = "{} {} seed {}: ".format(*key) + f"{curve} ({run['wall_s']:.0f} s)"
                 print(line, file=sys.stderr, flush=True)
+    details: dict[str, dict[str, Any]] = {}
     for name in dict.fromkeys(n for n, _, _ in jobs):
         by_algo: dict[str, list[dict[str, Any]]] = {}
         for n, algo, seed in jobs:
             if n == name:
                 by_algo.setdefault(algo, []).append(runs[(n, algo, seed)])
-        results[name] = summarise(chosen[name], by_algo)
-    results["meta"] = {
-        "command": " ".join(
-            ["python", "benchmarks/credit.py", *(argv if argv is not None else sys.argv[1:])]
-        ),
-        "quick": args.quick,
-        "wall_s": time.perf_counter() - started,
-        "cpus": os.cpu_count(),
-        "torch_threads": 1,
-        "jobs": args.jobs,
-        "trainer": "InProcessTrainer (one env runner + one learner, no Ray), one process per run",
-        "steps_to_0_8": "env steps at which the IQM (over seeds) of held-out success first reaches 0.8",
-        "steps_to_0_8_ci95": (
-            "IQM over seeds of each seed's first evaluation at >= 0.8, 95% bootstrap CI; a seed that "
-            "never reaches 0.8 (steps_to_0_8_never) counts as the budget: a lower bound"
-        ),
+        details[name] = summarise(chosen[name], by_algo)
+    printed = report(details)
+    results = {
+        **printed,
+        "critic_explained_variance": {env: d["critic_explained_variance"] for env, d in details.items()},
+        "details": details,
+        "meta": {
+            "command": " ".join(
+                ["python", "benchmarks/credit.py", *(argv if argv is not None else sys.argv[1:])]
+            ),
+            "quick": args.quick,
+            "wall_s": time.perf_counter() - started,
+            "load_avg_1_5_15_before": list(load_before),
+            "load_avg_1_5_15_after": list(os.getloadavg()),
+            "cpus": os.cpu_count(),
+            "torch_threads": 1,
+            "jobs": args.jobs,
+            "skipped": skipped,
+            "trainer": "InProcessTrainer (one env runner + one learner, no Ray), one process per run",
+            "steps_to_0_8": "env steps at which the IQM (over seeds) of held-out success first reaches 0.8",
+            "steps_to_0_8_ci95": (
+                "IQM over seeds of each seed's first evaluation at >= 0.8, 95% bootstrap CI; a seed "
+                "that never reaches 0.8 (steps_to_0_8_never) counts as the budget: a lower bound"
+            ),
+        },
     }
     (args.out / "credit.json").write_text(json.dumps(results, indent=2))
-    plot(results, args.out / "credit.png")
-    print(json.dumps(results, indent=2))
+    plot(details, args.out / "credit.png")
+    print(json.dumps(printed, indent=2))
     return results
 
 

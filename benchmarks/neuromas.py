@@ -85,9 +85,8 @@ import torch
 import tree
 from ray.rllib.utils.spaces import space_utils
 
-from orchestrl.algorithms.neuromas.algorithm import WarmStart
+from orchestrl.algorithms.behaviour_cloning import configured_warm_start
 from orchestrl.algorithms.neuromas.growth import grow
-from orchestrl.algorithms.neuromas.learner import KNOBS_KEY
 from orchestrl.algorithms.neuromas.network import parameter_count
 from orchestrl.algorithms.neuromas.team_env import TEAM, NeuromasTeamEnv
 from orchestrl.envs.rllib_env import env_config
@@ -122,13 +121,13 @@ MODEL = {
     "text_layers": 2,
     "heads": 4,
     "aux_coeff": 0.1,
-    "bc_batch_size": 64,
-    "bc_lr": 1e-3,
     "bc_token_dropout": 0.3,
     "word_vectors": True,
     "observe": "inputs",
 }
 """Every variant's knobs unless it says otherwise: the composer knows the task from messages only."""
+BC = {"batch_size": 64, "lr": 1e-3}
+"""The ``warm_start:`` settings every variant clones the expert with."""
 HIDDEN = [96]
 RL_LR = 3e-5
 """PPO fine-tunes the cloned policy gently: at 3e-4 its first updates, with a critic that has not
@@ -168,8 +167,12 @@ def text2sql_experiment(
             "name": "neuromas",
             **MODEL,
             **knobs,
-            "bc_epochs": budget.bc_epochs,
-            "bc_samples": budget.bc_samples,
+        },
+        "warm_start": {
+            "episodes": budget.bc_samples,  # one question per episode
+            "epochs": budget.bc_epochs,
+            "batch_size": BC["batch_size"],
+            "lr": BC["lr"],
         },
         "model": {"hidden": hidden},
         "training": {
@@ -211,16 +214,16 @@ def train_text2sql(
 ) -> tuple[dict[str, float], Any]:
     """One run: (growth), behaviour cloning, PPO; scored by the ENV RUNNER's module on the test split."""
     started = time.perf_counter()
-    cfg = validate_config(text2sql_experiment(VARIANTS[name], seed, budget, data_dir, hidden))
-    ppo = build_ppo_config(cfg)
-    trainer = InProcessTrainer(ppo)
+    data = text2sql_experiment(VARIANTS[name], seed, budget, data_dir, hidden)
+    warm_start = configured_warm_start(build_ppo_config(validate_config(data)))  # run after growth
+    trainer = InProcessTrainer(build_ppo_config(validate_config({**data, "warm_start": {}})))
     try:
         module = trainer.learner.module[TEAM]
         at_growth = {}
         if grow_from is not None:
             grow(module, grow_from, seed=seed)
             at_growth["accuracy_at_growth"] = heldout_accuracy(module, data_dir)  # exact: the source's
-        report = WarmStart(ppo.learner_config_dict[KNOBS_KEY], ppo.env_config).apply(module)
+        report = warm_start(trainer.learner)
         trainer.sync_weights()
         bc_accuracy = heldout_accuracy(trainer.runner.module[TEAM], data_dir)
         for _ in range(budget.rl_iterations):

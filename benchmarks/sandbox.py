@@ -14,24 +14,35 @@ What it measures (one worker; the caller waits for each result, so one core's wo
   executions per core-second. ``counterfactual_levels`` has level 2 too, and the share of nodes
   the cached runs re-ran (the edited node and its descendants must run again, so the ratio is
   bounded by the DAG's shape: about 1 / rerun share, less the fixed cost of scoring and IPC);
-- ``pool_rss_mb`` / ``pool_pss_mb``: resident memory of the zygote and the worker (PSS splits the
-  pages they share after the fork);
+- ``uncached_executions_per_s_fresh_process``: the same, on a pool that runs every job in a fresh
+  process (``trust_certified=False``), i.e. without the certificate that lets compiler output run
+  in the warm worker (``sandbox/certify.py``); ``fresh_process_cost_ms`` is the CPU a fork costs
+  per execution (the difference of the two rates' reciprocals); ``pool_stats.fresh_process``
+  counts the jobs of the main pool that got one (0: every reference pipeline is certified);
+- ``pool_rss_mb`` / ``pool_pss_mb``: resident memory of the zygote, the worker, its PID
+  namespace's init and its supervisor (PSS splits the pages they share after the fork; RSS counts
+  them once per process);
+- ``processes_left_after_close``: processes of every pool the benchmark started (found by the
+  workers' uids and PID namespaces and the pool's own pids) still alive after it closed: 0;
 - ``cost_model``: per-row cost of the capacities on this machine (what ``ops.CAPACITY_COST``
   encodes); ``loadavg``: the machine's load while measuring.
 
 Run::
 
-    .venv/bin/python benchmarks/sandbox.py --quick    # about 40 s
+    .venv/bin/python benchmarks/sandbox.py --quick    # about 30 s
     .venv/bin/python benchmarks/sandbox.py            # about 2 minutes
 
-Measured on the 2-core development machine (Python 3.11, pandas 3.1, as root: netns + chroot +
-own uid), while other jobs kept the load average between 3 and 12:
-``uncached_executions_per_s`` 305 at load 3.5, 200-250 at load 5-8, 160 at load 11 (goal:
->= 200; about 4 ms of CPU per 3-node execution, three quarters of it pandas in the worker);
-``cached_counterfactual_speedup`` 1.2-1.7 at level 4 and 1.3-1.4 at level 2, with 40% / 58% of
-the nodes re-run (goal: >= 3, NOT met: re-running descendants caps it near 2);
-``pool_rss_mb`` about 260 (``pool_pss_mb`` about 85); ``--quick`` took 27-37 s. It prints one
-JSON object.
+Measured on the 2-core development machine (Python 3.11, pandas 3.1, as root: pidns + netns +
+chroot + own uid), while other jobs kept the load average between 5 and 7, alternating with the
+code before the fresh process per job (commit c720fd4) in three pairs of ``--quick`` runs:
+``uncached_executions_per_s`` 185-211 (before: 185-206, the pairs within 1.5%; 214 before at load
+1.3; goal: >= 200, met below a load of about 5; about 5 ms of CPU per 3-node execution, 3 ms of
+it pandas in the worker); ``uncached_executions_per_s_fresh_process`` 51-58 (a fork costs 12-14
+ms of CPU, copy-on-write faults mostly); ``processes_left_after_close`` 0;
+``cached_counterfactual_speedup`` 1.4-1.7 at level 4 (goal: >= 3, NOT met: re-running
+descendants caps it near 2); ``pool_pss_mb`` 115-122 (before: 89-111; ``pool_rss_mb`` 300-373,
+before 213-215, counts the two new small processes' shared pages again); ``--quick`` took
+26-30 s. It prints one JSON object.
 """
 
 from __future__ import annotations
@@ -49,11 +60,12 @@ import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from orchestrl.envs.counterfactual import Edit
 from orchestrl.envs.orchestration import ops
-from orchestrl.envs.orchestration.edits import Edit, apply_edit
+from orchestrl.envs.orchestration.edits import apply_edit
 from orchestrl.envs.orchestration.executor import Executor, NodeCache
 from orchestrl.envs.orchestration.reward import RewardConfig, Scorer
-from orchestrl.envs.orchestration.sandbox.pool import SandboxPool
+from orchestrl.envs.orchestration.sandbox.pool import SandboxLimits, SandboxPool
 from orchestrl.envs.orchestration.spec import SpecError
 from orchestrl.envs.orchestration.tables import TargetIndex
 from orchestrl.envs.orchestration.tasks import LEVELS, Task, generate_task
@@ -111,8 +123,8 @@ def edited_specs(task: Task) -> list:
     spec = task.reference
     out = []
     for node in spec.nodes:
-        edits = [Edit.revert_duty(), Edit.downgrade_capacity()] + [
-            Edit.drop_dep(i) for i in range(len(node.deps))
+        edits = [Edit.base_duty(), Edit.downgrade_capacity()] + [
+            Edit.drop_edge(i) for i in range(len(node.deps))
         ]
         for edit in edits:
             try:
@@ -124,14 +136,16 @@ def edited_specs(task: Task) -> list:
     return out
 
 
-def counterfactuals(tasks: list[Task], seconds: float) -> dict[str, float]:
-    """Edited-spec re-executions per core-second, node cache on vs off.
+def counterfactuals(tasks: list[Task], seconds: float) -> tuple[dict[str, float], int]:
+    """Edited-spec re-executions per core-second, node cache on vs off (and how many processes of
+    its pools were left after they closed).
 
     Each mode gets a fresh pool (so neither inherits the other's compiled code) and fresh
     executors that already ran each original spec (as after an episode); every edited spec is
     then executed and scored once, the first time it is seen, as a learner would."""
     work = [(t, edited_specs(t)) for t in tasks]
     rates = {}
+    left = 0
     for mode in ("uncached", "cached"):
         with SandboxPool(workers=1) as pool:
             executors = []
@@ -159,13 +173,14 @@ def counterfactuals(tasks: list[Task], seconds: float) -> dict[str, float]:
                     executor.execute(task, task.reference)
                 scorers = [_scorer(t) for t, _ in work]
             rates[mode] = (count / spent, ran / nodes)
+        left += len(pool.processes())
     return {
         "cached_per_s": rates["cached"][0],
         "uncached_per_s": rates["uncached"][0],
         "speedup": rates["cached"][0] / rates["uncached"][0],
         "nodes_rerun_share": rates["cached"][1],
         "edits_per_task": float(np.mean([len(s) for _, s in work])),
-    }
+    }, left
 
 
 def cost_model(rows: int = 300, reps: int = 300) -> dict[str, float]:
@@ -184,8 +199,8 @@ def cost_model(rows: int = 300, reps: int = 300) -> dict[str, float]:
     base = clock(lambda: ops.op_filter(frame, "v", "gt", 0.5, "small"))
     return {
         "filter_us_per_row": base / rows * 1e6,
-        "medium_text_vs_filter": clock(lambda: ops._text(text, "medium")) / base,
-        "large_numbers_vs_filter": clock(lambda: ops._num(money, "large")) / base,
+        "medium_text_vs_filter": clock(lambda: ops.as_text(text, "medium")) / base,
+        "large_numbers_vs_filter": clock(lambda: ops.as_numbers(money, "large")) / base,
     }
 
 
@@ -196,6 +211,7 @@ def main() -> None:
     n_tasks, seconds = (12, 4.0) if args.quick else (40, 12.0)
     started = time.perf_counter()
     level2 = [generate_task(2, "train", s) for s in range(n_tasks)]
+    left = 0
     with SandboxPool(workers=1) as pool:
         result: dict[str, object] = {"quick": args.quick, "capabilities": pool.capabilities}
         result.update(uncached(pool, level2, seconds))
@@ -203,10 +219,21 @@ def main() -> None:
         result["pool_rss_mb"] = memory["rss_mb"]
         result["pool_pss_mb"] = memory["pss_mb"]
         result["pool_stats"] = {**pool.stats, "fatal_kinds": dict(pool.fatal_kinds)}
+    left += len(pool.processes())
+    with SandboxPool(workers=1, limits=SandboxLimits(trust_certified=False)) as pool:
+        fresh = uncached(pool, level2, seconds / 2)
+        result["uncached_executions_per_s_fresh_process"] = fresh["uncached_executions_per_s"]
+        result["fresh_process_jobs_share"] = pool.stats["fresh_process"] / max(pool.stats["jobs"], 1)
+    left += len(pool.processes())
+    result["fresh_process_cost_ms"] = 1e3 * (
+        1 / fresh["uncached_executions_per_s"] - 1 / float(result["uncached_executions_per_s"])  # type: ignore[arg-type]
+    )
     per_level = {}
     for level in (2, 4):
         tasks = level2 if level == 2 else [generate_task(level, "train", s) for s in range(n_tasks // 2)]
-        per_level[f"level_{level}"] = counterfactuals(tasks, seconds / 2)
+        per_level[f"level_{level}"], pool_left = counterfactuals(tasks, seconds / 2)
+        left += pool_left
+    result["processes_left_after_close"] = left
     result["counterfactual_levels"] = per_level
     result["cached_counterfactual_speedup"] = per_level["level_4"]["speedup"]
     result["cost_model"] = cost_model()

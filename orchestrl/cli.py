@@ -6,15 +6,16 @@ before Ray or MLflow starts.
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from orchestrl.experiment.config import ConfigError, ExperimentConfig, load_config
+
+if TYPE_CHECKING:
+    from orchestrl.training.train import TrainSummary
 
 app = typer.Typer(
     name="orchestrl",
@@ -71,6 +72,7 @@ def train(
     verbose: VerboseOpt = False,
 ) -> None:
     """Train one experiment on Ray and record it as one MLflow run."""
+    from orchestrl.tracking.journal import TrackingUnavailable
     from orchestrl.training.train import ResumeError
     from orchestrl.training.train import train as run_training
 
@@ -91,7 +93,7 @@ def train(
             verbose=verbose,
             echo=lambda line: typer.echo(line),
         )
-    except (ResumeError, ConfigError) as err:
+    except (ResumeError, ConfigError, TrackingUnavailable) as err:
         fail(str(err))
         return
     typer.echo(summary_table(summary))
@@ -109,7 +111,9 @@ def _placeholder_for_resume(run_dir: str | None) -> ExperimentConfig:
     )
 
 
-def summary_table(summary) -> str:
+def summary_table(summary: TrainSummary) -> str:
+    from orchestrl.tracking.ui import ui_url
+
     first, last = summary.first, summary.last
     rows = [
         (
@@ -133,7 +137,9 @@ def summary_table(summary) -> str:
         ("env steps/s (last iteration)", f"{summary.steps_per_s():.0f}"),
         ("MLflow run id", summary.run_id),
         ("tracking URI", summary.tracking_uri),
-        ("open it", "orchestrl ui   (then http://127.0.0.1:5000)"),
+        ("open it", f"orchestrl ui   (then {ui_url(5000)})"),
+        ("use it", f"orchestrl evaluate {summary.run_id}   |   orchestrl serve {summary.run_id}"),
+        ("checkpoint", summary.checkpoint or "none"),
     ]
     width = max(len(k) for k, _ in rows)
     return "\n".join(["", "summary", "-" * (width + 30)] + [f"{k:<{width}}  {v}" for k, v in rows])
@@ -146,22 +152,11 @@ def ui(
     tracking_uri: TrackingOpt = None,
 ) -> None:
     """Serve the MLflow UI on 127.0.0.1 for the embedded store (or --tracking-uri)."""
-    from orchestrl.tracking import runs as tracking
+    from orchestrl.tracking.ui import serve_ui, ui_command, ui_url
 
-    root = Path(run_dir)
-    uri = tracking.resolve_tracking_uri(root, tracking_uri)
-    cmd = [
-        sys.executable, "-m", "mlflow", "server",
-        "--backend-store-uri", uri,
-        "--default-artifact-root", tracking.artifact_root(root),
-        "--host", "127.0.0.1", "--port", str(port),
-    ]  # fmt: skip
-    typer.echo(f"MLflow UI on http://127.0.0.1:{port} (store: {uri}); Ctrl-C to stop")
-    env = {**os.environ, "MLFLOW_DISABLE_TELEMETRY": "true"}
-    try:
-        raise typer.Exit(subprocess.call(cmd, env=env))
-    except KeyboardInterrupt:
-        raise typer.Exit(0) from None
+    cmd, uri = ui_command(Path(run_dir), port, tracking_uri)
+    typer.echo(f"MLflow UI on {ui_url(port)} (store: {uri}); Ctrl-C to stop")
+    raise typer.Exit(serve_ui(cmd))
 
 
 @app.command()
@@ -192,6 +187,26 @@ def _register_cluster_commands() -> None:
 _register_cluster_commands()
 
 
+def _register_tracking_commands() -> None:
+    from orchestrl.tracking.cli import tracking_app
+
+    app.add_typer(tracking_app, name="tracking")
+
+
+_register_tracking_commands()
+
+
+def _register_deploy_commands() -> None:
+    from orchestrl.deploy.cli import evaluate_command, runs_app, serve_command
+
+    app.command("evaluate")(evaluate_command)
+    app.command("serve")(serve_command)
+    app.add_typer(runs_app, name="runs")
+
+
+_register_deploy_commands()
+
+
 ResumeOpt = Annotated[
     bool,
     typer.Option("--resume", help="Continue the latest unfinished run of this file (same MLflow parent)."),
@@ -202,6 +217,31 @@ ParentOpt = Annotated[
 RunDirOpt = Annotated[
     str | None, typer.Option("--run-dir", help="Where runs go (overrides the base's run_dir).")
 ]
+
+
+def run_tune_command(
+    command: str,
+    config: Path,
+    options: dict[str, Any],
+    load: Callable[..., Any],
+    run: Callable[..., Any],
+    text: Callable[[Any], str],
+    errors: tuple[type[Exception], ...],
+) -> None:
+    """What ``sweep`` and ``curriculum`` share: load and validate the YAML, run its Tune experiment,
+    print the summary; an interrupted run exits with 130 and says how to resume."""
+    from orchestrl.tune.lifecycle import Launch
+
+    run_dir = options.pop("run_dir")
+    try:
+        summary = run(load(config, run_dir=run_dir), Launch(**options, echo=typer.echo))
+    except (ConfigError, *errors) as err:
+        fail(str(err))
+        return
+    typer.echo(text(summary))
+    if summary.interrupted:
+        typer.echo(f"resume with: orchestrl {command} {config} --resume")
+        raise typer.Exit(130)
 
 
 @app.command()
@@ -215,26 +255,13 @@ def sweep(
     verbose: VerboseOpt = False,
 ) -> None:
     """Run a hyperparameter sweep with Ray Tune: one MLflow parent run, a child run per trial."""
+    from orchestrl.tracking.journal import TrackingUnavailable
     from orchestrl.tune.sweep import SweepError, load_sweep, run_sweep, summary_text
 
-    try:
-        spec = load_sweep(config, run_dir=run_dir)
-        summary = run_sweep(
-            spec,
-            resume=resume,
-            parent_run_id=parent,
-            tracking_uri=tracking_uri,
-            address=address,
-            verbose=verbose,
-            echo=lambda line: typer.echo(line),
-        )
-    except (ConfigError, SweepError) as err:
-        fail(str(err))
-        return
-    typer.echo(summary_text(summary))
-    if summary.interrupted:
-        typer.echo(f"resume with: orchestrl sweep {config} --resume")
-        raise typer.Exit(130)
+    options = {"resume": resume, "parent_run_id": parent, "run_dir": run_dir, "address": address}
+    options.update(tracking_uri=tracking_uri, verbose=verbose)
+    errors = (SweepError, TrackingUnavailable)
+    run_tune_command("sweep", config, options, load_sweep, run_sweep, summary_text, errors)
 
 
 @app.command()
@@ -248,27 +275,14 @@ def curriculum(
     verbose: VerboseOpt = False,
 ) -> None:
     """Run curriculum stages in order, each starting from the previous stage's weights."""
+    from orchestrl.tracking.journal import TrackingUnavailable
     from orchestrl.training.weight_carry import CarryError
     from orchestrl.tune.curriculum import CurriculumError, load_curriculum, run_curriculum, summary_text
 
-    try:
-        spec = load_curriculum(config, run_dir=run_dir)
-        summary = run_curriculum(
-            spec,
-            resume=resume,
-            parent_run_id=parent,
-            tracking_uri=tracking_uri,
-            address=address,
-            verbose=verbose,
-            echo=lambda line: typer.echo(line),
-        )
-    except (ConfigError, CurriculumError, CarryError) as err:
-        fail(str(err))
-        return
-    typer.echo(summary_text(summary))
-    if summary.interrupted:
-        typer.echo(f"resume with: orchestrl curriculum {config} --resume")
-        raise typer.Exit(130)
+    options = {"resume": resume, "parent_run_id": parent, "run_dir": run_dir, "address": address}
+    options.update(tracking_uri=tracking_uri, verbose=verbose)
+    errors = (CurriculumError, CarryError, TrackingUnavailable)
+    run_tune_command("curriculum", config, options, load_curriculum, run_curriculum, summary_text, errors)
 
 
 @app.command()
@@ -297,15 +311,15 @@ def report(
     tracking_uri: TrackingOpt = None,
 ) -> None:
     """IQM, mean, 95% bootstrap CIs, P(improvement), learning curves and credit plots of runs."""
-    from orchestrl.tracking import runs as tracking
     from orchestrl.tracking.report import ReportError, build_report
+    from orchestrl.tracking.store import resolve_tracking_uri
     from orchestrl.training.runtime import quiet_environment
 
     if mode not in ("max", "min"):
         fail(f"--mode: expected max or min, got {mode!r}")
     root = Path(run_dir)
     quiet_environment(root)
-    uri = tracking.resolve_tracking_uri(root, tracking_uri)
+    uri = resolve_tracking_uri(root, tracking_uri)
     try:
         result = build_report(
             target,

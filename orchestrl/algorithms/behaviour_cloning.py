@@ -1,102 +1,175 @@
-"""Behaviour-cloning warm start of actor-critic teams (ippo, mappo, coma, lemon) from the env's expert.
+"""Behaviour cloning of the env's expert before RL: one config surface, one collector, one hook.
 
 LEMON trains its orchestrator supervised on valid specs before counterfactual RL: without that
 warm start, early rollouts are mostly invalid and no edit changes anything (arXiv 2605.14483,
-ablations). Here the valid specs are written by the env's expert (``env.expert_actions()``) on
-``episodes`` training tasks, and every agent's actor maximises their likelihood,
+ablations). NeuroMAS' seed write-up clones an expert for the same reason: random play succeeds on
+about 0.1% of Text2SQL questions. Here the expert is the env's own (``env.expert_actions()``), and
 
-    L_BC = -E_(o_i, a*_i) ~ D [ sum_c log pi_c(a*_ic | o_i) ]        (masked logits, every agent)
+    L_BC = -E_(o, a*) ~ D [ sum_c log pi_c(a*_c | o) ]          (masked logits, every component c)
 
-for a few epochs: enough to write mostly valid specs, not enough to solve held-out tasks, so RL
-(and its credit assignment) still decides the outcome. Critics are not fitted: they learn from the
-first rollouts, like the rest of PPO. Configured by the experiment's ``warm_start:`` section; the
-platform runs it once the algorithm is built and pushes the cloned weights to every env runner.
+is minimised for a few epochs: enough to write mostly valid specs, not enough to solve held-out
+tasks, so RL (and its credit assignment) still decides the outcome.
+
+The pieces, used by every algorithm:
+
+- :class:`WarmStartSection`: the experiment's ``warm_start:`` section, the only knobs;
+- :func:`collect_demonstrations`: plays the expert and keeps every agent's observations, actions,
+  rewards and discounted returns;
+- :func:`clone_actors`: the loss above for actor-critic modules (ippo, mappo, coma, lemon), which
+  fits actors only (critics learn from the first rollouts, like the rest of PPO). NeuroMAS' team
+  graph has its own loss on the same demonstrations (``orchestrl.algorithms.neuromas.cloning``);
+- :class:`WarmStartCallbacks` and :func:`configured_warm_start`: an algorithm puts a picklable
+  ``hook(learner) -> report`` in ``learner_config_dict``; once the algorithm is built the callback
+  runs it on every learner and pushes the cloned weights to every env runner, checked
+  (:func:`orchestrl.algorithms.weight_sync.sync_learner_weights`). The in-process trainer runs the
+  same hook.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
 import tree
+from pydantic import BaseModel, ConfigDict, Field
+from ray.rllib.callbacks.callbacks import RLlibCallback
 from ray.rllib.core.columns import Columns
+from ray.rllib.evaluation.postprocessing import discount_cumsum
 from ray.rllib.utils.spaces import space_utils
 
-from orchestrl.algorithms.actor_critic import ActorCriticModule
+from orchestrl.algorithms.weight_sync import sync_learner_weights
 
-WARM_START_KEY = "expert_warm_start"
-"""``learner_config_dict`` key holding the experiment's :class:`WarmStartSettings`."""
+if TYPE_CHECKING:
+    from ray.rllib.algorithms import Algorithm
+    from ray.rllib.algorithms.ppo import PPOConfig
+    from ray.rllib.core.learner.learner import Learner
+    from ray.rllib.env.multi_agent_env import MultiAgentEnv
+
+    from orchestrl.algorithms.actor_critic import ActorCriticModule
+
+log = logging.getLogger(__name__)
+
+WARM_START_KEY = "warm_start"
+"""``learner_config_dict`` key holding an algorithm's warm-start hook."""
 
 
-@dataclass(frozen=True)
-class WarmStartSettings:
-    """The ``warm_start:`` section as the learners get it (plus the experiment's seed)."""
+class WarmStartSection(BaseModel):
+    """The ``warm_start:`` section: behaviour cloning of the env's expert before RL (every algorithm)."""
 
-    episodes: int
-    epochs: int
-    batch_size: int
-    lr: float
-    seed: int
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+    episodes: int = Field(0, ge=0)
+    """Expert episodes on training tasks to clone (0: no warm start)."""
+    epochs: int = Field(6, ge=1)
+    batch_size: int = Field(64, ge=1)
+    lr: float = Field(1e-3, gt=0)
+
+
+WarmStartHook = Callable[..., Mapping[str, Any]]
+"""``hook(learner) -> {loss name or module id: [value per epoch], ...}``, run on every learner."""
 
 
 @dataclass
-class AgentDemonstrations:
-    """One agent's (observation, expert action) pairs, stacked."""
+class Demonstrations:
+    """One agent's expert steps, stacked: what it saw, what the expert did, and what followed."""
 
     obs: Any
-    """The observations: an array, or a dict of arrays (``observations`` + ``action_mask``)."""
+    """The observations: an array, or a tree of arrays (``observations`` + ``action_mask``...)."""
     actions: np.ndarray
+    rewards: np.ndarray
+    """The agent's reward at each step."""
+    returns: np.ndarray
+    """The agent's discounted return from each step to its episode's end."""
 
     def __len__(self) -> int:
         return len(self.actions)
 
+    def batch(self, index: np.ndarray | slice) -> tuple[Any, torch.Tensor]:
+        """The observations (as tensors) and actions of the rows ``index``."""
+        obs = tree.map_structure(lambda x: torch.as_tensor(x[index]), self.obs)
+        return obs, torch.as_tensor(self.actions[index])
 
-def collect_agent_demonstrations(
-    env_config: Mapping[str, Any], episodes: int, seed: int = 0
-) -> dict[str, AgentDemonstrations]:
-    """Plays ``episodes`` episodes of the experiment's env with its expert's joint actions and keeps
-    every agent's observations and actions (the observations the actors see, agent ids included)."""
+
+def collect_demonstrations(
+    env: MultiAgentEnv,
+    expert: Callable[[], Mapping[str, Any]],
+    episodes: int,
+    *,
+    seed: int = 0,
+    gamma: float = 0.99,
+) -> dict[str, Demonstrations]:
+    """Plays ``episodes`` whole episodes of ``env`` (the ``i``-th reset with ``seed + i``) with the
+    joint actions ``expert()`` gives, and keeps each agent's steps. ``env`` is an RLlib
+    ``MultiAgentEnv``, so the observations are exactly what the agents' modules see."""
+    steps: dict[str, dict[str, list[Any]]] = {}
+    for episode in range(episodes):
+        obs, _ = env.reset(seed=seed + episode)
+        rewards: dict[str, list[float]] = {}
+        done = False
+        while not done:
+            joint = expert()
+            for agent, o in obs.items():
+                record = steps.setdefault(agent, {"obs": [], "actions": [], "rewards": [], "returns": []})
+                record["obs"].append(o)
+                record["actions"].append(np.asarray(joint[agent]))
+            obs, reward, terminated, truncated, _ = env.step(dict(joint))
+            for agent in joint:
+                rewards.setdefault(agent, []).append(float(reward.get(agent, 0.0)))
+            done = terminated.get("__all__", False) or truncated.get("__all__", False)
+        for agent, values in rewards.items():
+            steps[agent]["rewards"] += values
+            steps[agent]["returns"] += discount_cumsum(np.asarray(values), gamma).tolist()
+    return {
+        agent: Demonstrations(
+            obs=space_utils.batch(record["obs"]),
+            actions=np.stack(record["actions"]).astype(np.int64),
+            rewards=np.asarray(record["rewards"], dtype=np.float32),
+            returns=np.asarray(record["returns"], dtype=np.float32),
+        )
+        for agent, record in steps.items()
+    }
+
+
+def expert_demonstrations(
+    env_config: Mapping[str, Any], episodes: int, *, seed: int = 0
+) -> dict[str, Demonstrations]:
+    """:func:`collect_demonstrations` of the env's own expert on the registered env ``env_config``
+    names (the observations the actors see, agent ids included)."""
     from orchestrl.envs.rllib_env import RegisteredEnv
 
     env = RegisteredEnv(dict(env_config))
-    expert = getattr(env.raw_env, "expert_actions", None)
-    if not callable(expert):
-        env.close()
-        raise ValueError(f"env '{env_config.get('name')}' has no expert_actions(): warm_start needs one")
-    observations: dict[str, list[Any]] = {}
-    actions: dict[str, list[np.ndarray]] = {}
     try:
-        for episode in range(episodes):
-            obs, _ = env.reset(seed=seed + episode)
-            done = False
-            while not done:
-                joint = expert()
-                for agent, o in obs.items():
-                    observations.setdefault(agent, []).append(o)
-                    actions.setdefault(agent, []).append(np.asarray(joint[agent]))
-                obs, _, terminated, truncated, _ = env.step(joint)
-                done = terminated.get("__all__", False) or truncated.get("__all__", False)
+        return collect_demonstrations(env, expert_of(env), episodes, seed=seed)
     finally:
         env.close()
-    return {
-        agent: AgentDemonstrations(space_utils.batch(observations[agent]), np.stack(actions[agent]))
-        for agent in observations
-    }
+
+
+def expert_of(env: Any) -> Callable[[], Mapping[str, Any]]:
+    """The env's ``expert_actions`` (on a registered env's raw PettingZoo env, or on the env itself);
+    raises ``ValueError`` naming the env when it has none."""
+    for candidate in (getattr(env, "raw_env", None), env):
+        expert = getattr(candidate, "expert_actions", None)
+        if callable(expert):
+            return expert
+    raise ValueError(
+        f"env '{getattr(env, 'name', type(env).__name__)}' has no expert_actions(): a warm start needs one"
+    )
 
 
 def clone_actors(
     modules: Mapping[str, ActorCriticModule],
-    demos: Mapping[str, AgentDemonstrations],
+    demos: Mapping[str, Demonstrations],
     agent_to_module: Callable[[str], str],
-    settings: WarmStartSettings,
+    settings: WarmStartSection,
+    seed: int,
 ) -> dict[str, list[float]]:
-    """Fits each module's actor to the demonstrations of the agents it serves, in place. Returns
-    each module's BC loss (mean per epoch)."""
-    generator = np.random.default_rng(settings.seed)
-    torch.manual_seed(settings.seed)
+    """Fits each module's actor to the demonstrations of the agents it serves, in place (L_BC above).
+    Returns each module's BC loss, the mean per epoch."""
+    generator = np.random.default_rng(seed)
+    torch.manual_seed(seed)
     history: dict[str, list[float]] = {}
     for module_id, module in modules.items():
         served = [demos[a] for a in sorted(demos) if agent_to_module(a) == module_id]
@@ -124,23 +197,66 @@ def clone_actors(
 
 
 class ActorWarmStart:
-    """Collects the expert's demonstrations and clones them into one learner's actors (picklable,
-    so it also runs on remote learners)."""
+    """The warm-start hook of actor-critic teams: collects the expert's demonstrations on the
+    experiment's env and clones them into one learner's actors (picklable, so it also runs on
+    remote learners)."""
 
-    def __init__(self, settings: WarmStartSettings, env_config: Mapping[str, Any], agent_to_module: Any):
+    def __init__(
+        self, settings: WarmStartSection, env_config: Mapping[str, Any], agent_to_module: Any, seed: int
+    ) -> None:
         self.settings = settings
         self.env_config = dict(env_config)
         self.agent_to_module = agent_to_module
+        self.seed = seed
 
-    def __call__(self, learner: Any, **kwargs: Any) -> dict[str, list[float]]:
-        demos = collect_agent_demonstrations(self.env_config, self.settings.episodes, self.settings.seed)
+    def __call__(self, learner: Learner, **kwargs: Any) -> dict[str, list[float]]:
+        demos = expert_demonstrations(self.env_config, self.settings.episodes, seed=self.seed)
         modules = {mid: m.unwrapped() for mid, m in learner.module.items()}
-        return clone_actors(modules, demos, self.agent_to_module, self.settings)
+        return clone_actors(modules, demos, self.agent_to_module, self.settings, self.seed)
 
 
-def configured_warm_start(config: Any) -> ActorWarmStart | None:
-    """The warm start an RLlib config asks for (``learner_config_dict``), or None."""
-    settings = (config.learner_config_dict or {}).get(WARM_START_KEY)
-    if settings is None:
-        return None
-    return ActorWarmStart(settings, dict(config.env_config), config.policy_mapping_fn)
+class WarmStartCallbacks(RLlibCallback):
+    """Runs the algorithm's warm-start hook on every learner once the algorithm is built, then
+    pushes the weights to every env runner and checks that they arrived."""
+
+    def on_algorithm_init(self, *, algorithm: Algorithm, metrics_logger: Any = None, **kwargs: Any) -> None:
+        hook = configured_warm_start(algorithm.config)
+        if hook is None:
+            return
+        for result in algorithm.learner_group.foreach_learner(hook):
+            for name, values in result.get().items():
+                if isinstance(values, list) and values:
+                    log.info("warm start: %s %.3f -> %.3f", name, values[0], values[-1])
+        sync_learner_weights(algorithm)
+
+
+def configured_warm_start(config: Any) -> WarmStartHook | None:
+    """The warm-start hook an RLlib config holds (``learner_config_dict``), or None."""
+    return (config.learner_config_dict or {}).get(WARM_START_KEY)
+
+
+def with_warm_start(ppo: PPOConfig, hook: WarmStartHook) -> PPOConfig:
+    """``ppo`` with ``hook`` run on every learner before the first iteration (adds
+    :class:`WarmStartCallbacks` to the config's callbacks)."""
+    from orchestrl.algorithms.callbacks import with_callbacks
+
+    return with_callbacks(ppo.learners(learner_config_dict={WARM_START_KEY: hook}), WarmStartCallbacks)
+
+
+def with_expert_warm_start(ppo: PPOConfig, settings: WarmStartSection, env_name: str) -> PPOConfig:
+    """The actor-critic warm start (:class:`ActorWarmStart`) when ``settings`` ask for one; refuses,
+    with the key in the message, an env without an expert."""
+    if not settings.episodes:
+        return ppo
+    require_expert(env_name)
+    hook = ActorWarmStart(settings, ppo.env_config, ppo.policy_mapping_fn, seed=ppo.seed or 0)
+    return with_warm_start(ppo, hook)
+
+
+def require_expert(env_name: str, key: str = "warm_start") -> None:
+    """Raises ``ConfigError`` when the registered env ``env_name`` has no ``expert_actions()``."""
+    from orchestrl.envs.registry import get_env
+    from orchestrl.errors import ConfigError
+
+    if not callable(getattr(get_env(env_name).load(), "expert_actions", None)):
+        raise ConfigError(f"{key}: env '{env_name}' has no expert_actions() to clone")

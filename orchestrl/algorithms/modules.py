@@ -12,8 +12,8 @@ from orchestrl.algorithms.actor_critic import ActorCriticModule
 if TYPE_CHECKING:
     from ray.rllib.algorithms.ppo import PPOConfig
 
-    from orchestrl.experiment.builder import EnvInfo
-    from orchestrl.experiment.config import ExperimentConfig
+    from orchestrl.algorithms.context import BuildContext
+    from orchestrl.envs.info import EnvInfo
 
 SHARED = "shared"
 
@@ -43,8 +43,7 @@ def group_agents(env: EnvInfo, share_policy: bool) -> dict[str, list[str]]:
 
 def with_actor_critic_modules(
     ppo: PPOConfig,
-    cfg: ExperimentConfig,
-    env: EnvInfo,
+    context: BuildContext,
     *,
     share_policy: bool,
     critic: str,
@@ -58,11 +57,12 @@ def with_actor_critic_modules(
     ``MultiRLModuleSpec`` of full specs): only on this path does RLlib 2.60 build env-runner modules
     with ``inference_only=True``, so the learner-only critic stays off the env runners.
     """
+    env, model = context.env, context.model
     groups = group_agents(env, share_policy)
     model_config = {
-        "hidden": list(cfg.model.hidden),
-        "critic_hidden": list(cfg.model.critic_hidden) if cfg.model.critic_hidden else None,
-        "activation": cfg.model.activation,
+        "hidden": list(model.hidden),
+        "critic_hidden": list(model.critic_hidden) if model.critic_hidden else None,
+        "activation": model.activation,
         "critic": critic,
         "state_dim": state_dim,
         **(extra_model_config or {}),

@@ -6,7 +6,7 @@ The lead CLI mounts these::
     app.add_typer(jobs_app, name="jobs")
 
 so that ``orchestrl submit [--address URL] [--follow] -- train configs/x.yaml`` runs
-``orchestrl train configs/x.yaml`` as a Ray job (see :mod:`orchestrl.cluster.jobs` for how).
+``orchestrl train configs/x.yaml`` as a Ray job (see :mod:`orchestrl.cluster.lifecycle` for how).
 
 Every failure is one line on stderr and a non-zero exit, never a traceback: 2 for a submission
 refused before anything was sent (bad command, local tracking store, path outside the project),
@@ -23,7 +23,9 @@ from typing import Annotated, NoReturn
 
 import typer
 
-from orchestrl.cluster import jobs
+from orchestrl.cluster import lifecycle
+from orchestrl.cluster.connection import DEFAULT_ADDRESS, resolve_address
+from orchestrl.cluster.errors import JobsError, SubmitRefusedError
 
 SUBMIT_CONTEXT_SETTINGS = {"allow_interspersed_args": False, "ignore_unknown_options": True}
 """Register ``submit_command`` with these so that everything after the subcommand name belongs to
@@ -40,7 +42,7 @@ AddressOption = Annotated[
     str | None,
     typer.Option(
         "--address",
-        help=f"Ray Jobs API (dashboard) URL; default: $RAY_ADDRESS, else {jobs.DEFAULT_ADDRESS}.",
+        help=f"Ray Jobs API (dashboard) URL; default: $RAY_ADDRESS, else {DEFAULT_ADDRESS}.",
         show_default=False,
     ),
 ]
@@ -51,18 +53,18 @@ def _fail(message: str, code: int) -> NoReturn:
     raise typer.Exit(code)
 
 
-def _error_code(err: jobs.JobsError) -> int:
-    return 2 if isinstance(err, jobs.SubmitRefusedError) else 1
+def _error_code(err: JobsError) -> int:
+    return 2 if isinstance(err, SubmitRefusedError) else 1
 
 
 def _address_flag(address: str | None) -> str:
     return f" --address {address}" if address else ""
 
 
-def _finish(summary: jobs.JobSummary) -> None:
+def _finish(summary: lifecycle.JobSummary) -> None:
     """Reports how a followed job ended and exits with the matching code."""
-    code = jobs.exit_code(summary)
-    line = jobs.outcome_line(summary)
+    code = lifecycle.exit_code(summary)
+    line = lifecycle.outcome_line(summary)
     if code == 0:
         typer.echo(line, err=True)
         return
@@ -71,7 +73,7 @@ def _finish(summary: jobs.JobSummary) -> None:
 
 def _follow(job_id: str, address: str | None) -> None:
     try:
-        summary = jobs.follow(job_id, address=address)
+        summary = lifecycle.follow(job_id, address=address)
     except KeyboardInterrupt:
         typer.echo(
             f"\ndetached; job {job_id} keeps running (stop it: orchestrl jobs stop {job_id}"
@@ -79,7 +81,7 @@ def _follow(job_id: str, address: str | None) -> None:
             err=True,
         )
         raise typer.Exit(130) from None
-    except jobs.JobsError as err:  # e.g. the tunnel closed while following
+    except JobsError as err:  # e.g. the tunnel closed while following
         _fail(str(err), _error_code(err))
     _finish(summary)
 
@@ -118,14 +120,14 @@ def submit_command(
     A cluster on this machine runs the job in place, in the project directory.
     """
     try:
-        plan = jobs.submit(
+        plan = lifecycle.submit(
             args, address=address, project_dir=project_dir, requirements=requirements, dry_run=dry_run
         )
-    except jobs.JobsError as err:
+    except JobsError as err:
         _fail(str(err), _error_code(err))
     for note in plan.notes:
         typer.echo(f"note: {note}", err=True)
-    target = jobs.resolve_address(address)
+    target = resolve_address(address)
     if plan.in_place:
         how = f"in place in {plan.project_dir}"
     else:
@@ -149,7 +151,7 @@ def _when(moment: datetime | None) -> str:
     return moment.astimezone().strftime("%Y-%m-%d %H:%M:%S") if moment else "-"
 
 
-def _duration(job: jobs.JobSummary) -> str:
+def _duration(job: lifecycle.JobSummary) -> str:
     if job.start_time is None:
         return "-"
     end = job.end_time or datetime.now(job.start_time.tzinfo)
@@ -162,8 +164,8 @@ def _duration(job: jobs.JobSummary) -> str:
 def list_command(address: AddressOption = None) -> None:
     """List the cluster's jobs, newest first."""
     try:
-        rows = jobs.list_jobs(address)
-    except jobs.JobsError as err:
+        rows = lifecycle.list_jobs(address)
+    except JobsError as err:
         _fail(str(err), _error_code(err))
     if not rows:
         typer.echo("no jobs")
@@ -188,8 +190,8 @@ def logs_command(
         if follow:
             _follow(job_id, address)
             return
-        text = jobs.logs(job_id, address)
-    except jobs.JobsError as err:
+        text = lifecycle.logs(job_id, address)
+    except JobsError as err:
         _fail(str(err), _error_code(err))
     sys.stdout.write(text)
     sys.stdout.flush()
@@ -205,8 +207,8 @@ def stop_command(
 ) -> None:
     """Stop a running job (its processes on the cluster are killed)."""
     try:
-        outcome = jobs.stop(job_id, address=address, wait_s=wait)
-    except jobs.JobsError as err:
+        outcome = lifecycle.stop(job_id, address=address, wait_s=wait)
+    except JobsError as err:
         _fail(str(err), _error_code(err))
     job = outcome.job
     if not outcome.requested:

@@ -5,15 +5,17 @@ it, re-executes the edited spec and uses the reward contrast ``delta = R(spec) -
 that agent's credit. An env that can do this implements :class:`CounterfactualEnv`:
 
 - ``counterfactual_spec()``: the spec of the episode that just ended, i.e. everything its final
-  reward was computed from. It is read in the env runner's ``on_episode_end``, before RLlib's
-  vector env resets that sub-env (it resets on the next ``step`` call, "next_step" autoreset).
+  reward was computed from: the spec the final step executed (None when there is none, e.g. the
+  final round's spec was invalid: nothing is replayed then). It is read in the env runner's
+  ``on_episode_end``, before RLlib's vector env resets that sub-env (it resets on the next
+  ``step`` call, "next_step" autoreset).
 - ``counterfactual_edits(spec, agent)``: the edit families that change something for this agent
   (reverting a duty that already is the base duty is not an edit).
 - ``counterfactual(spec, agent, edit)``: re-executes ``spec`` with ``agent``'s part edited (an env
   with a node cache re-runs only what changed) and returns ``R(edited)``, ``R(spec)`` and the
   terms of the edited reward.
 
-Envs with a different but equivalent API are wrapped by :mod:`.adapters` (the orchestration env).
+The orchestration env (``orchestrl.envs.orchestration.env``) and the matrix game implement it.
 
 This module imports nothing heavy, so envs can implement the protocol without importing torch/Ray.
 """
@@ -44,10 +46,29 @@ EDIT_FAMILIES: tuple[EditFamily, ...] = tuple(EditFamily)
 
 @dataclass(frozen=True)
 class Edit:
-    """One edit of one agent's action. ``action`` is the alternative for ``ALTERNATIVE`` edits."""
+    """One edit of one agent's action."""
 
     family: EditFamily
     action: Any = None
+    """``ALTERNATIVE``: the action swapped in (any action of the agent's space, idle included)."""
+    edge: int = -1
+    """``DROP_EDGE``: which of the agent's dependency edges, taken modulo their number (-1: the last)."""
+
+    @classmethod
+    def base_duty(cls) -> Edit:
+        return cls(EditFamily.BASE_DUTY)
+
+    @classmethod
+    def drop_edge(cls, edge: int = -1) -> Edit:
+        return cls(EditFamily.DROP_EDGE, edge=int(edge))
+
+    @classmethod
+    def downgrade_capacity(cls) -> Edit:
+        return cls(EditFamily.DOWNGRADE_CAPACITY)
+
+    @classmethod
+    def alternative(cls, action: Any) -> Edit:
+        return cls(EditFamily.ALTERNATIVE, action=action)
 
 
 @dataclass(frozen=True)
@@ -73,7 +94,8 @@ class CounterfactualEnv(Protocol):
     """An env that can re-evaluate its last finished episode with one agent's action edited."""
 
     def counterfactual_spec(self) -> Any:
-        """The spec of the most recently finished episode (None before the first one ends)."""
+        """The spec the most recently finished episode's final step executed (None before the first
+        episode ends, or when that step executed none)."""
         ...
 
     def counterfactual_edits(self, spec: Any, agent: str) -> Sequence[EditFamily]:

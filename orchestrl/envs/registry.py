@@ -115,7 +115,11 @@ ENVS: dict[str, EnvEntry] = {
         EnvEntry(
             name="orchestration",
             factory="orchestrl.envs.orchestration.env:OrchestrationEnv",
-            summary="LEMON: agents write a data-pipeline spec that is compiled and run in a sandbox",
+            summary=(
+                "LEMON: agents write a data-pipeline spec that is compiled and run in a sandbox "
+                "(as root: PID/network namespaces, chroot, own uid; without root: rlimits and an "
+                "audit hook, a tripwire, not a boundary; sandbox_isolation: strict refuses that)"
+            ),
             family="orchestration",
             horizon_key="rounds",
             default_horizon=2,

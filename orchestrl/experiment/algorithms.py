@@ -1,7 +1,7 @@
 """The one listing of algorithms an experiment can name (``algorithm.name`` in YAML).
 
 Each entry pairs a small typed config class (its only knobs) with a function that shapes an RLlib
-``PPOConfig``: modules, learner connectors, learner class. Entries import their policy package
+``PPOConfig``: modules, learner connectors, learner class. Entries import their algorithm package
 lazily so ``orchestrl algos`` stays fast.
 """
 
@@ -23,7 +23,8 @@ class AlgorithmEntry:
     config_path: str
     """``module:ConfigClass`` (a pydantic model forbidding unknown keys)."""
     configure_path: str
-    """``module:function(ppo_config, experiment, knobs, env_info) -> ppo_config``."""
+    """``module:function(ppo_config, knobs, context) -> ppo_config`` (see
+    :mod:`orchestrl.algorithms.context`)."""
 
     @property
     def config_class(self) -> Any:
@@ -58,6 +59,13 @@ ALGORITHMS: dict[str, AlgorithmEntry] = {
             "coma",
             "COMA: PPO actors + a learner-only counterfactual Q critic (Foerster et al. 2018)",
             "orchestrl.algorithms.coma.algorithm:ComaConfig",
+            "orchestrl.algorithms.coma.algorithm:configure_coma",
+        ),
+        AlgorithmEntry(
+            "coma_cv",
+            "COMA with each agent's baseline scaled by a control-variate coefficient fitted on the "
+            "previous batch; by default the sampled TD(lambda) return as Q(s,u), centred per agent",
+            "orchestrl.algorithms.coma.algorithm:ComaCvConfig",
             "orchestrl.algorithms.coma.algorithm:configure_coma",
         ),
         AlgorithmEntry(

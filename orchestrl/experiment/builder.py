@@ -1,40 +1,31 @@
 """Turns a typed :class:`ExperimentConfig` into an RLlib (new API stack) ``PPOConfig``.
 
 The builder owns everything algorithm-independent (env, runners, learners, PPO knobs, seeding,
-evaluation, fault tolerance); the algorithm's entry in :mod:`orchestrl.experiment.algorithms` then adds
-its modules, connectors and learner.
+evaluation, fault tolerance, the env's episode reports); the algorithm's entry in
+:mod:`orchestrl.experiment.algorithms` then adds its modules, connectors, learner, callbacks and
+warm start from its knobs and a :class:`~orchestrl.algorithms.context.BuildContext`. The builder
+never names an algorithm.
 """
 
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
 from typing import Any
 
-import gymnasium as gym
 from ray.rllib.algorithms.ppo import PPOConfig
 
-from orchestrl.algorithms.behaviour_cloning import WARM_START_KEY, WarmStartSettings
+from orchestrl.algorithms.context import BuildContext
+from orchestrl.envs.info import EnvInfo
 from orchestrl.envs.registry import get_env
+from orchestrl.envs.reporting import EnvReportCallbacks
 from orchestrl.envs.rllib_env import RegisteredEnv, env_config
 from orchestrl.experiment.algorithms import get_algorithm
-from orchestrl.experiment.config import ConfigError, ExperimentConfig
-from orchestrl.training.callbacks import OrchestrlCallbacks
+from orchestrl.experiment.config import ExperimentConfig
 
 log = logging.getLogger(__name__)
 
 NEVER = 10**9
 """An evaluation interval that never fires (evaluation only at the end of ``train``)."""
-
-
-@dataclass(frozen=True)
-class EnvInfo:
-    """What the algorithms need to know of the env before building modules."""
-
-    agents: list[str]
-    observation_spaces: dict[str, gym.Space]
-    action_spaces: dict[str, gym.Space]
-    horizon: int
 
 
 def probe_env(cfg: ExperimentConfig) -> EnvInfo:
@@ -47,6 +38,10 @@ def probe_env(cfg: ExperimentConfig) -> EnvInfo:
             observation_spaces={a: env.observation_space[a] for a in agents},
             action_spaces={a: env.action_space[a] for a in agents},
             horizon=get_env(cfg.env.name).horizon(cfg.env.kwargs),
+            name=cfg.env.name,
+            kwargs=dict(cfg.env.kwargs),
+            agent_id_in_obs=cfg.env.agent_id_in_obs,
+            cache_dir=str(cfg.cache_dir(cfg.env.name)),
         )
     finally:
         env.close()
@@ -63,22 +58,8 @@ def build_ppo_config(
     env = env or probe_env(cfg)
     algo = get_algorithm(cfg.algorithm.name)
     knobs = algo.config_class.model_validate(cfg.algorithm.knobs())
-    ppo = algo.configure(base_ppo_config(cfg, gpus_available=gpus_available), cfg, knobs, env)
-    return with_warm_start(ppo, cfg)
-
-
-def with_warm_start(ppo: PPOConfig, cfg: ExperimentConfig) -> PPOConfig:
-    """Hands the ``warm_start:`` section to the learners (run by the platform callbacks once the
-    algorithm is built); rejects algorithms and envs it cannot apply to."""
-    ws = cfg.warm_start
-    if not ws.episodes:
-        return ppo
-    if cfg.algorithm.name == "neuromas":
-        raise ConfigError("warm_start: neuromas clones its team with algorithm.bc_epochs instead")
-    if not callable(getattr(get_env(cfg.env.name).load(), "expert_actions", None)):
-        raise ConfigError(f"warm_start: env '{cfg.env.name}' has no expert_actions() to clone")
-    settings = WarmStartSettings(ws.episodes, ws.epochs, ws.batch_size, ws.lr, seed=cfg.seed)
-    return ppo.training(learner_config_dict={WARM_START_KEY: settings})
+    context = BuildContext(env=env, model=cfg.model, warm_start=cfg.warm_start)
+    return algo.configure(base_ppo_config(cfg, gpus_available=gpus_available), knobs, context)
 
 
 def base_ppo_config(cfg: ExperimentConfig, *, gpus_available: float | None = None) -> PPOConfig:
@@ -124,7 +105,7 @@ def base_ppo_config(cfg: ExperimentConfig, *, gpus_available: float | None = Non
             restart_failed_env_runners=res.restart_failed_env_runners,
             max_num_env_runner_restarts=1000,
         )
-        .callbacks(OrchestrlCallbacks)
+        .callbacks(callbacks_class=[EnvReportCallbacks])
         .debugging(seed=cfg.seed, log_level="ERROR")
     )
     if cfg.evaluation.episodes > 0:

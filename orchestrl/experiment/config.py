@@ -12,16 +12,18 @@ dotted key, so the CLI can print it and exit with code 2 before anything starts.
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from orchestrl.algorithms.behaviour_cloning import WarmStartSection
+from orchestrl.algorithms.context import ModelSection
+from orchestrl.errors import ConfigError
 
-class ConfigError(ValueError):
-    """A bad experiment config; the message is one line naming the file and the key."""
+__all__ = ["ConfigError", "ExperimentConfig", "ModelSection", "WarmStartSection"]
 
 
 class _Section(BaseModel):
@@ -45,25 +47,6 @@ class AlgorithmSection(BaseModel):
 
     def knobs(self) -> dict[str, Any]:
         return dict(self.model_extra or {})
-
-
-class ModelSection(_Section):
-    """The networks' shape (actor and critic MLPs)."""
-
-    hidden: list[int] = Field(default_factory=lambda: [64, 64], min_length=1)
-    critic_hidden: list[int] | None = None
-    activation: Literal["tanh", "relu", "silu"] = "tanh"
-
-
-class WarmStartSection(_Section):
-    """Behaviour cloning of every actor on the env's expert before RL (ippo, mappo, coma, lemon;
-    neuromas has its own ``algorithm.bc_*`` knobs). See ``orchestrl.algorithms.behaviour_cloning``."""
-
-    episodes: int = Field(0, ge=0)
-    """Expert episodes on training tasks to clone (0: no warm start)."""
-    epochs: int = Field(6, ge=1)
-    batch_size: int = Field(64, ge=1)
-    lr: float = Field(1e-3, gt=0)
 
 
 class TrainingSection(_Section):
@@ -117,6 +100,9 @@ class TrackingSection(_Section):
     """MLflow experiment name; None: the experiment's name."""
     checkpoint_every: int = Field(10, ge=0)
     log_artifacts: bool = True
+    journal_mb: float = Field(256, gt=0)
+    """Bound of the run dir's journal of writes a remote tracking server has not taken yet (what
+    happens at the bound: ``orchestrl.tracking.journal``)."""
 
 
 class StopSection(_Section):
@@ -181,6 +167,17 @@ def flatten(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     return out
 
 
+def short_names(keys: Sequence[str]) -> dict[str, str]:
+    """``training.lr`` -> ``lr``, unless two keys end alike or the last part alone would read as a
+    top-level experiment key (``algorithm.name`` stays whole)."""
+    last = [k.rsplit(".", 1)[-1] for k in keys]
+    top = {"name", "seed", "run_dir", "env", "algorithm", "model", "training", "resources", "stop"}
+    return {
+        k: (s if last.count(s) == 1 and (s == k or s not in top) else k)
+        for k, s in zip(keys, last, strict=True)
+    }
+
+
 def parse_overrides(overrides: Iterable[str]) -> dict[str, Any]:
     """``["training.lr=1e-3", "env.kwargs.N=4"]`` -> ``{"training.lr": 0.001, ...}`` (YAML-typed values)."""
     parsed: dict[str, Any] = {}
@@ -240,7 +237,7 @@ def validate_config(data: Mapping[str, Any], source: str = "<config>") -> Experi
     try:
         cfg = ExperimentConfig.model_validate(data)
     except ValidationError as err:
-        raise ConfigError(f"{source}: {_first_error(err)}") from None
+        raise ConfigError(f"{source}: {first_error(err)}") from None
     try:
         get_env(cfg.env.name).check_kwargs(cfg.env.kwargs)
     except UnknownEnvError as err:
@@ -254,11 +251,11 @@ def validate_config(data: Mapping[str, Any], source: str = "<config>") -> Experi
     try:
         algo.config_class.model_validate(cfg.algorithm.knobs())
     except ValidationError as err:
-        raise ConfigError(f"{source}: {_first_error(err, prefix='algorithm')}") from None
+        raise ConfigError(f"{source}: {first_error(err, prefix='algorithm')}") from None
     return cfg
 
 
-def _first_error(err: ValidationError, prefix: str = "") -> str:
+def first_error(err: ValidationError, prefix: str = "") -> str:
     first = err.errors()[0]
     loc = ".".join(str(p) for p in (prefix, *first["loc"]) if p != "")
     kind = first["type"]

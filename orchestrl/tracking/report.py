@@ -33,13 +33,16 @@ import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from orchestrl.tracking import runs as tracking
-from orchestrl.tracking import stats
-from orchestrl.tune.curriculum import TAG_STAGE, TAG_STAGE_INDEX
+from orchestrl.tracking import names, stats
+from orchestrl.tracking.store import client as mlflow_client
+
+if TYPE_CHECKING:
+    from mlflow.entities import Run
+    from mlflow.tracking import MlflowClient
 
 IGNORED_PARAMS = {"name", "seed", "run_dir"}
 CREDIT = re.compile(r"^(?P<module>[^/]+)/credit/(?P<name>.+)$")
@@ -83,7 +86,7 @@ class Report:
 
 
 # -- selecting runs --------------------------------------------------------------------------------
-def _run_data(run: Any) -> RunData:
+def _run_data(run: Run) -> RunData:
     return RunData(
         run_id=run.info.run_id,
         name=run.info.run_name or run.info.run_id,
@@ -93,15 +96,15 @@ def _run_data(run: Any) -> RunData:
     )
 
 
-def _children(client: Any, experiment_id: str, parent_id: str) -> list[Any]:
+def _children(client: MlflowClient, experiment_id: str, parent_id: str) -> list[Run]:
     return client.search_runs(
         [experiment_id],
-        filter_string=f"tags.`{tracking.TAG_PARENT}` = '{parent_id}'",
+        filter_string=f"tags.`{names.TAG_PARENT}` = '{parent_id}'",
         order_by=["attributes.start_time ASC"],
     )
 
 
-def resolve_target(client: Any, target: str) -> Target:
+def resolve_target(client: MlflowClient, target: str) -> Target:
     """A parent run id (its children), a run id (itself) or an experiment name (its leaf runs)."""
     from mlflow.exceptions import MlflowException
 
@@ -120,12 +123,13 @@ def resolve_target(client: Any, target: str) -> Target:
     if experiment is None:
         raise ReportError(f"'{target}' is neither a run id nor an experiment name in the tracking store")
     runs = client.search_runs([experiment.experiment_id], order_by=["attributes.start_time ASC"])
-    parents = {r.data.tags.get(tracking.TAG_PARENT) for r in runs}
+    parents = {r.data.tags.get(names.TAG_PARENT) for r in runs}
     leaves = [
         r
         for r in runs
         if r.info.run_id not in parents
-        and r.data.tags.get(tracking.TAG_KIND) not in ("report", "sweep", "curriculum")
+        and r.data.tags.get(names.TAG_KIND)
+        not in (names.KIND_REPORT, names.KIND_SWEEP, names.KIND_CURRICULUM)
     ]
     return Target(target, experiment.experiment_id, None, [_run_data(r) for r in leaves])
 
@@ -144,10 +148,12 @@ def group_runs(runs: list[RunData], compare: str | None) -> tuple[dict[str, list
                 raise ReportError(f"--compare: '{item}' is neither a param nor a run id/name among the runs")
             groups[item] = members
         return groups, "listed runs"
-    if runs and all(TAG_STAGE in r.tags for r in runs):  # a curriculum: one group per stage
+    if runs and all(names.TAG_STAGE in r.tags for r in runs):  # a curriculum: one group per stage
         groups = {}
-        for r in sorted(runs, key=lambda r: int(r.tags.get(TAG_STAGE_INDEX, "0"))):
-            groups.setdefault(f"{r.tags.get(TAG_STAGE_INDEX, '?')}:{r.tags[TAG_STAGE]}", []).append(r)
+        for r in sorted(runs, key=lambda r: int(r.tags.get(names.TAG_STAGE_INDEX, "0"))):
+            groups.setdefault(
+                f"{r.tags.get(names.TAG_STAGE_INDEX, '?')}:{r.tags[names.TAG_STAGE]}", []
+            ).append(r)
         return groups, "curriculum stage"
     keys = sorted(
         k
@@ -161,7 +167,7 @@ def group_runs(runs: list[RunData], compare: str | None) -> tuple[dict[str, list
 
 def _by_params(runs: list[RunData], keys: list[str]) -> dict[str, list[RunData]]:
     """Groups by the values of ``keys``; labels use the keys' last parts (``lr=0.00069``)."""
-    from orchestrl.tune.progress import short_names
+    from orchestrl.experiment.config import short_names
 
     names = short_names(keys)
     groups: dict[str, list[RunData]] = {}
@@ -188,7 +194,7 @@ def improvement_pairs(aggregates: dict[str, stats.Aggregate], max_groups: int = 
     return [(ranked[0], b) for b in ranked[1:]]
 
 
-def load_history(client: Any, run: RunData, names: list[str]) -> None:
+def load_history(client: MlflowClient, run: RunData, names: list[str]) -> None:
     for name in names:
         if name in run.metrics and name not in run.history:
             run.history[name] = {m.step: m.value for m in client.get_metric_history(run.run_id, name)}
@@ -248,7 +254,7 @@ def build_report(
     seed: int = 0,
 ) -> Report:
     """Computes the report of ``target``, writes its files and (``log``) logs them to MLflow."""
-    client = tracking.client(tracking_uri)
+    client = mlflow_client(tracking_uri)
     found = resolve_target(client, target)
     runs = [r for r in found.runs if metric in r.metrics]
     if not runs:
@@ -300,10 +306,10 @@ def build_report(
     return report
 
 
-def _log(client: Any, found: Target, out: Path) -> str:
+def _log(client: MlflowClient, found: Target, out: Path) -> str:
     run_id = found.log_run_id
     if run_id is None:
-        tags = {tracking.TAG_KIND: "report"}
+        tags = {names.TAG_KIND: names.KIND_REPORT}
         run_id = client.create_run(
             found.experiment_id, run_name=f"report-{time.strftime('%Y%m%d-%H%M%S')}", tags=tags
         ).info.run_id

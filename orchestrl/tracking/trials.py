@@ -6,9 +6,18 @@ experiment config as dotted params (our keys), the curated metrics per iteration
 iteration), and at the end config.yaml, learning_curve.png and the final checkpoint as artifacts.
 
 It runs in the driver, so only one process writes to the tracking store, and trials need no
-access to it. A trial's child run is found again by its Tune trial id (tag
-``orchestrl.trial_id`` under the same parent), so a resumed sweep keeps one MLflow tree: a trial
-that restarts from its checkpoint appends to its own run.
+access to it. The sweep or curriculum that installs it hands it the function that turns a trial's
+config into its experiment (``orchestrl.tune.search_space.resolve_trial_config``). A trial's child
+run is found again by its Tune trial id (tag ``orchestrl.trial_id`` under the same parent), so a
+resumed sweep keeps one MLflow tree: a trial that restarts from its checkpoint appends to its own run.
+
+With ``run_dir`` and a remote server, its writes join the driver's journal (see
+:mod:`orchestrl.tracking.journal`), so trials go on through a server outage: a trial that starts
+during one gets a provisional run id. A trial this driver has not seen before is looked up by
+its id first; during an outage that lookup cannot be made, so a trial of a sweep resumed while the
+server is down gets a second child run. Reads that the server must answer degrade with a one-line
+warning: a trial that ends during an outage gets no learning_curve.png, and the parent's
+``trials_done`` / ``best/<metric>`` are counted from the trials this driver saw finish.
 
 A trial's results are held back until Tune has saved the checkpoint that covers them (with the
 sweep's default ``checkpoint_every: 1`` that is one save later), then logged. An interrupted
@@ -21,28 +30,30 @@ Tune's record of a checkpoint whose results were already logged, the replayed st
 from __future__ import annotations
 
 import math
-import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from ray.tune import Callback
+from ray.tune.experiment import Trial
 from ray.tune.result import AUTO_RESULT_KEYS, DONE
 
-from orchestrl.tracking import runs as tracking
-from orchestrl.tune.search_space import resolve_trial_config
-from orchestrl.tune.trainable import BEST_EPISODE_DIR, CARRY, STOP_REASON
+from orchestrl.experiment.config import ExperimentConfig
+from orchestrl.tracking import names
+from orchestrl.tracking.journal import TrackingUnavailable
+from orchestrl.tracking.metrics import plot_learning_curve
+from orchestrl.tracking.store import RunStore, run_tags
 
-TAG_TRIAL = "orchestrl.trial_id"
-TAG_STOP = "orchestrl.stop_reason"
-TAG_CARRY = "orchestrl.carry"
-_SKIP = {*AUTO_RESULT_KEYS, DONE, "trial_id", "experiment_tag", "should_checkpoint"}
+SKIPPED_KEYS = {*AUTO_RESULT_KEYS, DONE, "trial_id", "experiment_tag", "should_checkpoint"}
+"""Tune's bookkeeping keys in a result: not the trial's own metrics."""
+TrialResolver = Callable[[dict[str, Any]], ExperimentConfig]
 
 
 def numeric_metrics(result: dict[str, Any]) -> dict[str, float]:
     """The trial's own metrics in a Tune result (Tune's bookkeeping keys dropped)."""
     out = {}
     for key, value in result.items():
-        if key in _SKIP or isinstance(value, bool) or not isinstance(value, int | float):
+        if key in SKIPPED_KEYS or isinstance(value, bool) or not isinstance(value, int | float):
             continue
         if math.isfinite(float(value)):
             out[key] = float(value)
@@ -64,6 +75,7 @@ class TrialRunLogger(Callback):
         tracking_uri: str,
         experiment_id: str,
         parent_run_id: str,
+        resolve: TrialResolver,
         *,
         kind: str,
         run_name: str = "{trial_id}",
@@ -71,10 +83,13 @@ class TrialRunLogger(Callback):
         hparams: tuple[str, ...] = (),
         metric: str | None = None,
         mode: str = "max",
+        run_dir: str | None = None,
     ) -> None:
         self.tracking_uri = tracking_uri
+        self.run_dir = run_dir
         self.experiment_id = experiment_id
         self.parent_run_id = parent_run_id
+        self.resolve = resolve
         self.kind = kind
         self.run_name = run_name
         self.tags = dict(tags or {})
@@ -84,67 +99,66 @@ class TrialRunLogger(Callback):
         self._runs: dict[str, str] = {}
         self._logged: dict[str, int] = {}
         self._pending: dict[str, list[tuple[int, dict[str, float], dict[str, str]]]] = {}
-        self._client: Any = None
+        self._store: RunStore | None = None
+        self._done: list[float | None] = []
+        """The parent's finished trials as last counted (their final metric values)."""
 
     def __getstate__(self) -> dict[str, Any]:
         # Tune pickles its run config (with this callback) into the experiment folder, to be
         # restored on resume: keep ids and settings, not the client.
         state = dict(self.__dict__)
-        state.update(_client=None, _runs={}, _logged={}, _pending={})
+        state.update(_store=None, _runs={}, _logged={}, _pending={}, _done=[])
         return state
 
     @property
-    def client(self) -> Any:
-        if self._client is None:
-            self._client = tracking.client(self.tracking_uri)
-        return self._client
+    def store(self) -> RunStore:
+        if self._store is None:
+            run_dir = Path(self.run_dir) if self.run_dir else None
+            self._store = RunStore(self.tracking_uri, run_dir)
+        return self._store
+
+    @property
+    def run_ids(self) -> dict[str, str]:
+        """Trial id -> its child run id (provisional while the server has not taken it)."""
+        return dict(self._runs)
 
     # -- runs ------------------------------------------------------------------------------------
-    def run_id(self, trial: Any) -> str:
+    def run_id(self, trial: Trial) -> str:
         """The trial's child run: remembered, found by tag (after a resume), or created."""
         tid = trial.trial_id
         if tid in self._runs:
             return self._runs[tid]
-        found = self.client.search_runs(
-            [self.experiment_id],
-            filter_string=(
-                f"tags.`{TAG_TRIAL}` = '{tid}' and tags.`{tracking.TAG_PARENT}` = '{self.parent_run_id}'"
-            ),
-            max_results=1,
-        )
+        try:
+            found = self.store.find_runs(
+                self.experiment_id,
+                {names.TAG_TRIAL: tid, names.TAG_PARENT: self.parent_run_id},
+                max_results=1,
+            )
+        except TrackingUnavailable:
+            found = []  # a trial first seen during an outage gets a new run (module docstring)
         if found:
-            run_id = found[0].info.run_id
-            self._logged[tid] = int(found[0].data.tags.get(tracking.TAG_ITERATION, "0"))
+            run_id = found[0].run_id
+            self._logged[tid] = int(found[0].tags.get(names.TAG_ITERATION, "0"))
         else:
             run_id = self._create_run(trial)
             self._logged[tid] = 0
         self._runs[tid] = run_id
         return run_id
 
-    def _create_run(self, trial: Any) -> str:
-        from mlflow.entities import Param
-
-        cfg = resolve_trial_config(trial.config)
-        tags = {
-            **tracking.run_tags(self.kind),
-            **self.tags,
-            tracking.TAG_PARENT: self.parent_run_id,
-            TAG_TRIAL: trial.trial_id,
-        }
+    def _create_run(self, trial: Trial) -> str:
+        cfg = self.resolve(trial.config)
+        tags = {**run_tags(self.kind), **self.tags, names.TAG_TRIAL: trial.trial_id}
         name = self.run_name.format(trial_id=trial.trial_id, **_format_keys(trial.config))
-        run_id = self.client.create_run(self.experiment_id, run_name=name, tags=tags).info.run_id
-        params = [Param(k, v[:6000]) for k, v in cfg.flat_params().items()]
-        for i in range(0, len(params), 100):
-            self.client.log_batch(run_id, params=params[i : i + 100])
-        return run_id
+        return self.store.create_run(
+            self.experiment_id, name, tags, cfg.flat_params(), parent_run_id=self.parent_run_id
+        )
 
     # -- Tune hooks ------------------------------------------------------------------------------
-    def on_trial_start(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
-        run_id = self.run_id(trial)
-        self.client.update_run(run_id, status="RUNNING")
+    def on_trial_start(self, iteration: int, trials: list, trial: Trial, **info: Any) -> None:
+        self.store.reopen(self.run_id(trial))
 
     def on_trial_result(
-        self, iteration: int, trials: list, trial: Any, result: dict[str, Any], **info: Any
+        self, iteration: int, trials: list, trial: Trial, result: dict[str, Any], **info: Any
     ) -> None:
         self.run_id(trial)
         step = int(result.get("training_iteration", 0))
@@ -154,94 +168,94 @@ class TrialRunLogger(Callback):
             if isinstance(value, int | float) and not isinstance(value, bool):
                 metrics[f"hparam/{key}"] = float(value)
         tags = {}
-        if CARRY in result:
-            tags[TAG_CARRY] = str(result[CARRY])[:5000]
-        if STOP_REASON in result:
-            tags[TAG_STOP] = str(result[STOP_REASON])
+        if names.CARRY in result:
+            tags[names.TAG_CARRY] = str(result[names.CARRY])[:5000]
+        if names.STOP_REASON in result:
+            tags[names.TAG_STOP] = str(result[names.STOP_REASON])
         self._pending.setdefault(trial.trial_id, []).append((step, metrics, tags))
 
-    def on_checkpoint(self, iteration: int, trials: list, trial: Any, checkpoint: Any, **info: Any) -> None:
+    def on_checkpoint(self, iteration: int, trials: list, trial: Trial, checkpoint: Any, **info: Any) -> None:
         self.flush(trial)
 
-    def flush(self, trial: Any) -> None:
+    def flush(self, trial: Trial) -> None:
         """Logs the trial's held-back results (each step once, in order)."""
-        from mlflow.entities import Metric, RunTag
-
         run_id = self.run_id(trial)
         tid = trial.trial_id
-        now = int(time.time() * 1000)
         for step, metrics, tags in self._pending.pop(tid, []):
             if step <= self._logged.get(tid, 0):
                 continue
-            self.client.log_batch(
-                run_id,
-                metrics=[Metric(k, v, now, step) for k, v in metrics.items()],
-                tags=[RunTag(k, v) for k, v in {**tags, tracking.TAG_ITERATION: str(step)}.items()],
-            )
+            self.store.log_metrics(run_id, metrics, step, tags={**tags, names.TAG_ITERATION: str(step)})
             self._logged[tid] = step
 
-    def on_trial_complete(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
+    def on_trial_complete(self, iteration: int, trials: list, trial: Trial, **info: Any) -> None:
         run_id = self.run_id(trial)
         self.flush(trial)
         try:
             self._log_artifacts(trial, run_id)
         finally:
-            self.client.set_terminated(run_id, status="FINISHED")
+            self.store.set_terminated(run_id, "FINISHED")
         if self.metric:
-            self._update_parent()
+            self._update_parent(trial)
 
-    def _update_parent(self) -> None:
+    def _update_parent(self, trial: Trial) -> None:
         """``trials_done`` and ``best/<metric>`` on the parent, from the finished child runs (so
-        the count stays right across a resume)."""
-        from mlflow.entities import Metric
-
-        children = self.client.search_runs(
-            [self.experiment_id],
-            filter_string=f"tags.`{tracking.TAG_PARENT}` = '{self.parent_run_id}' and status = 'FINISHED'",
-        )
-        values = [r.data.metrics[self.metric] for r in children if self.metric in r.data.metrics]
-        now, done = int(time.time() * 1000), len(children)
-        metrics = [Metric("trials_done", float(done), now, done)]
+        the count stays right across a resume), or, while the server cannot answer, from the
+        last count and this trial."""
+        assert self.metric is not None
+        try:
+            children = self.store.find_runs(
+                self.experiment_id, {names.TAG_PARENT: self.parent_run_id}, status="FINISHED"
+            )
+            self._done = [r.metrics.get(self.metric) for r in children]
+        except TrackingUnavailable:
+            self.store.say("warning: tracking server unreachable: trials_done counts this driver's trials")
+            value = (trial.last_result or {}).get(self.metric)
+            self._done.append(float(value) if isinstance(value, int | float) else None)
+        values = [v for v in self._done if v is not None]
+        done = len(self._done)
+        metrics = {"trials_done": float(done)}
         if values:
-            best = max(values) if self.mode == "max" else min(values)
-            metrics.append(Metric(f"best/{self.metric}", float(best), now, done))
-        self.client.log_batch(self.parent_run_id, metrics=metrics)
+            metrics[f"best/{self.metric}"] = float(max(values) if self.mode == "max" else min(values))
+        self.store.log_metrics(self.parent_run_id, metrics, done)
 
-    def on_trial_recover(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
+    def on_trial_recover(self, iteration: int, trials: list, trial: Trial, **info: Any) -> None:
         # The trial restarts from its last checkpoint: results after it will come again.
         self._pending.pop(trial.trial_id, None)
 
-    def on_trial_error(self, iteration: int, trials: list, trial: Any, **info: Any) -> None:
+    def on_trial_error(self, iteration: int, trials: list, trial: Trial, **info: Any) -> None:
         run_id = self.run_id(trial)
         self.flush(trial)  # no retry is left: keep what it reported
         if trial.error_file:
-            self.client.set_tag(run_id, "orchestrl.error_file", str(trial.error_file))
-        self.client.set_terminated(run_id, status="FAILED")
+            self.store.set_tags(run_id, {names.TAG_ERROR_FILE: str(trial.error_file)})
+        self.store.set_terminated(run_id, "FAILED")
 
-    def _log_artifacts(self, trial: Any, run_id: str) -> None:
-        cfg = resolve_trial_config(trial.config)
+    def _log_artifacts(self, trial: Trial, run_id: str) -> None:
+        cfg = self.resolve(trial.config)
         checkpoint = trial.checkpoint.path if trial.checkpoint else None
         if checkpoint:
-            self.client.set_tag(run_id, tracking.TAG_CHECKPOINT, str(Path(checkpoint) / "algorithm"))
+            self.store.set_tags(run_id, {names.TAG_CHECKPOINT: str(Path(checkpoint) / "algorithm")})
         if not cfg.tracking.log_artifacts:
             return
         here = Path(trial.path) / "orchestrl"  # the trial's folder in Tune storage (under run_dir)
         here.mkdir(parents=True, exist_ok=True)
-        (here / "config.yaml").write_text(cfg.to_yaml())
-        self.client.set_tag(run_id, tracking.TAG_CONFIG, str(here / "config.yaml"))
-        tracking.plot_learning_curve(
-            tracking.metric_history(self.client, run_id),
-            here / "learning_curve.png",
-            title=f"{cfg.name} ({cfg.algorithm.name}) {trial.trial_id}",
-        )
-        for name in ("config.yaml", "learning_curve.png"):
+        (here / names.CONFIG_FILE).write_text(cfg.to_yaml())
+        self.store.set_tags(run_id, {names.TAG_CONFIG: str(here / names.CONFIG_FILE)})
+        try:
+            plot_learning_curve(
+                self.store.metric_history(run_id),
+                here / names.LEARNING_CURVE,
+                title=f"{cfg.name} ({cfg.algorithm.name}) {trial.trial_id}",
+            )
+        except TrackingUnavailable:
+            self.store.say(f"warning: tracking server unreachable: no learning curve for {trial.trial_id}")
+        for name in (names.CONFIG_FILE, names.LEARNING_CURVE):
             if (here / name).exists():
-                self.client.log_artifact(run_id, str(here / name))
+                self.store.log_artifact(run_id, here / name)
         if checkpoint:
-            self.client.log_artifacts(run_id, str(Path(checkpoint) / "algorithm"), artifact_path="checkpoint")
-            best = Path(checkpoint) / BEST_EPISODE_DIR
+            self.store.log_artifacts(run_id, Path(checkpoint) / "algorithm", artifact_path="checkpoint")
+            best = Path(checkpoint) / names.BEST_EPISODE_DIR
             if best.is_dir():
-                self.client.log_artifacts(run_id, str(best), artifact_path="env")
+                self.store.log_artifacts(run_id, best, artifact_path="env")
 
 
 def _format_keys(config: dict[str, Any]) -> dict[str, Any]:

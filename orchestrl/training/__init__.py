@@ -1,1 +1,2 @@
-"""Training: the train loop, the Ray runtime, checkpoints, callbacks, the in-process runner, weight carry."""
+"""Training: the ``orchestrl train`` loop, the Ray runtime, checkpoints, the in-process runner (no
+Ray), and weight carry between curriculum stages."""

@@ -7,7 +7,10 @@ An Algorithm built outside Tune makes ``~/ray_results/<stamp>`` for its logs; ha
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ray.rllib.algorithms import Algorithm
 
 
 def build_algorithm(ppo_config: Any, storage_dir: Path) -> Any:
@@ -20,7 +23,7 @@ def build_algorithm(ppo_config: Any, storage_dir: Path) -> Any:
     return ppo_config.algo_class(config=ppo_config, storage=storage)
 
 
-def save_checkpoint(algo: Any, checkpoints_dir: Path, iteration: int) -> str:
+def save_checkpoint(algo: Algorithm, checkpoints_dir: Path, iteration: int) -> str:
     """Saves the whole algorithm (modules, optimisers, connector states) and returns its path."""
     path = checkpoints_dir.resolve() / f"iter_{iteration:06d}"
     algo.save_to_path(str(path))

@@ -10,6 +10,8 @@ from typing import Any
 
 from ray.rllib.env.multi_agent_env_runner import MultiAgentEnvRunner
 
+from orchestrl.algorithms.behaviour_cloning import configured_warm_start
+
 
 class InProcessTrainer:
     """One env runner + one learner; ``step()`` = sample, update, sync weights."""
@@ -18,15 +20,11 @@ class InProcessTrainer:
         self.config = ppo_config
         self.runner = MultiAgentEnvRunner(config=ppo_config)
         self.learner = ppo_config.build_learner(env=None, spaces=self.runner.get_spaces())
-        self.warm_start = self._warm_start()
-        """The BC loss per module and epoch of the experiment's ``warm_start`` ({} without one)."""
+        hook = configured_warm_start(ppo_config)
+        self.warm_start = dict(hook(self.learner)) if hook is not None else {}
+        """What the algorithm's warm start reported (e.g. the BC loss per module and epoch; {}
+        without one): the same hook ``orchestrl train`` runs on every learner."""
         self.sync_weights()
-
-    def _warm_start(self) -> dict[str, list[float]]:
-        from orchestrl.algorithms.behaviour_cloning import configured_warm_start
-
-        warm_start = configured_warm_start(self.config)
-        return warm_start(self.learner) if warm_start is not None else {}
 
     def sample(self, num_timesteps: int | None = None) -> list:
         n = num_timesteps or self.config.train_batch_size_per_learner

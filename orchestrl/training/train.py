@@ -8,17 +8,34 @@ the same MLflow run.
 
 from __future__ import annotations
 
-import csv
 import logging
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from orchestrl.algorithms.credit.table import CREDIT_TABLE_KEY
 from orchestrl.experiment.config import ExperimentConfig, load_config
-from orchestrl.tracking import runs as tracking
+from orchestrl.tracking import names
+from orchestrl.tracking.journal import TrackingUnavailable
+from orchestrl.tracking.metrics import (
+    append_metrics_csv,
+    curate,
+    evaluation_metrics,
+    plot_learning_curve,
+    read_metrics_csv,
+    write_credit_table,
+)
+from orchestrl.tracking.store import RunStore, UnknownRunError, resolve_tracking_uri, run_tags
 from orchestrl.training.runtime import quiet_environment, ray_session, silence_noise
+
+if TYPE_CHECKING:
+    from ray.rllib.algorithms import Algorithm
+    from ray.rllib.algorithms.ppo import PPOConfig
+
+Echo = Callable[[str], Any]
 
 log = logging.getLogger(__name__)
 
@@ -58,50 +75,47 @@ def train(
     verbose: bool = False,
     parent_run_id: str | None = None,
     extra_tags: dict[str, str] | None = None,
-    echo: Any = print,
+    echo: Echo = print,
 ) -> TrainSummary:
     """Trains ``cfg`` (or resumes run ``resume``) and returns what the run achieved."""
     run_dir = Path(cfg.run_dir)
     quiet_environment(run_dir)
     silence_noise(verbose)
-    uri = tracking.resolve_tracking_uri(run_dir, tracking_uri or cfg.tracking.uri)
-    mlflow = tracking.client(uri)
+    uri = resolve_tracking_uri(run_dir, tracking_uri or cfg.tracking.uri)
+    # closing the store says where writes wait if the tracking server never came back
+    with RunStore(uri, run_dir, journal_mb=cfg.tracking.journal_mb, echo=echo) as store:
+        start_iter, checkpoint = 0, None
+        if resume:
+            cfg, start_iter, checkpoint = _resumable(store, resume)
+            run_id = resume
+            store.reopen(run_id)
+        else:
+            exp_id = store.experiment(cfg.tracking.experiment or cfg.name, run_dir)
+            tags = {**run_tags(names.KIND_TRAIN), **(extra_tags or {})}
+            run_id = store.create_run(exp_id, cfg.name, tags, cfg.flat_params(), parent_run_id=parent_run_id)
+        if stop_iters is not None:
+            cfg.stop.iterations = stop_iters
+        here = run_path(cfg, run_id)
+        here.mkdir(parents=True, exist_ok=True)
+        (here / names.CONFIG_FILE).write_text(cfg.to_yaml())
+        store.set_tags(run_id, {names.TAG_CONFIG: str(here / names.CONFIG_FILE)})
 
-    start_iter, checkpoint = 0, None
-    if resume:
-        cfg, start_iter, checkpoint = _resumable(mlflow, resume)
-        run_id = resume
-        mlflow.update_run(run_id, status="RUNNING")
-    else:
-        exp_id = tracking.experiment_id(mlflow, cfg.tracking.experiment or cfg.name, run_dir, uri)
-        tags = {**tracking.run_tags("train"), **(extra_tags or {})}
-        if parent_run_id:
-            tags[tracking.TAG_PARENT] = parent_run_id
-        run_id = mlflow.create_run(exp_id, run_name=cfg.name, tags=tags).info.run_id
-        _log_params(mlflow, run_id, cfg)
-    if stop_iters is not None:
-        cfg.stop.iterations = stop_iters
-    here = run_path(cfg, run_id)
-    here.mkdir(parents=True, exist_ok=True)
-    (here / "config.yaml").write_text(cfg.to_yaml())
-    mlflow.set_tag(run_id, tracking.TAG_CONFIG, str(here / "config.yaml"))
-
-    with tracking.terminated_as(mlflow, run_id) as outcome:
-        with ray_session(cfg.resources, run_dir, address=address, verbose=verbose):
-            summary = _train_loop(cfg, mlflow, run_id, here, start_iter, checkpoint, echo)
-        summary.tracking_uri = uri
-        outcome.status = "FINISHED"
-        return summary
+        with store.terminated_as(run_id) as outcome:
+            with ray_session(cfg.resources, run_dir, address=address, verbose=verbose):
+                summary = _train_loop(cfg, store, run_id, here, start_iter, checkpoint, echo)
+            summary.tracking_uri = store.uri
+            outcome.status = "FINISHED"
+            return summary
 
 
 def _train_loop(
     cfg: ExperimentConfig,
-    mlflow: Any,
+    store: RunStore,
     run_id: str,
     here: Path,
     start_iter: int,
     checkpoint: str | None,
-    echo: Any,
+    echo: Echo,
 ) -> TrainSummary:
     import ray
 
@@ -109,50 +123,53 @@ def _train_loop(
     from orchestrl.training.checkpoints import build_algorithm, save_checkpoint
 
     gpus = ray.cluster_resources().get("GPU", 0.0)
-    algo = build_algorithm(build_ppo_config(cfg, gpus_available=gpus), here / "ray_results")
+    ppo = build_ppo_config(cfg, gpus_available=gpus)
+    algo = build_algorithm(ppo, here / "ray_results")
     if checkpoint:
         algo.restore_from_path(checkpoint)
-    history_path = here / "metrics.csv"
     first: dict[str, float] = {}
     last: dict[str, float] = {}
     evaluation: dict[str, float] = {}
     started = time.time()
-    prev_steps = _last_env_steps(mlflow, run_id) if start_iter else 0.0
+    prev_steps = store.run(run_id).metrics.get(names.ENV_STEPS, 0.0) if start_iter else 0.0
     iteration = start_iter
     try:
         while True:
             iteration += 1
-            metrics = tracking.curate(algo.train(), prev_env_steps=prev_steps)
-            prev_steps = metrics["env_steps"]
+            result = algo.train()
+            metrics = curate(result, prev_env_steps=prev_steps)
+            prev_steps = metrics[names.ENV_STEPS]
             first = first or metrics
             last = metrics
-            mlflow.log_batch(run_id, metrics=_metric_entities(metrics, iteration))
-            _append_csv(history_path, iteration, metrics)
-            evaluation.update({k: v for k, v in metrics.items() if k.startswith("eval/")})
+            store.log_metrics(run_id, metrics, iteration)
+            append_metrics_csv(here / names.METRICS_CSV, iteration, metrics)
+            if result.get(CREDIT_TABLE_KEY):
+                write_credit_table(result[CREDIT_TABLE_KEY], here / names.ARTIFACTS_DIR / names.CREDIT_TABLE)
+            evaluation.update(evaluation_metrics(metrics))
             echo(progress_line(cfg, iteration, start_iter, metrics, time.time() - started))
             done = stop_reason(cfg, iteration, metrics, time.time() - started)
             every = cfg.tracking.checkpoint_every
             if done or (every and iteration % every == 0):
                 checkpoint = save_checkpoint(algo, here / "checkpoints", iteration)
-                mlflow.set_tag(run_id, tracking.TAG_CHECKPOINT, checkpoint)
-                mlflow.set_tag(run_id, tracking.TAG_ITERATION, str(iteration))
+                store.set_tags(
+                    run_id, {names.TAG_CHECKPOINT: checkpoint, names.TAG_ITERATION: str(iteration)}
+                )
             if done:
                 echo(f"stopped: {done}")
                 break
-        write_best_episode(algo, here / "artifacts")
+        write_best_episode(algo, here / names.ARTIFACTS_DIR)
         if cfg.evaluation.episodes and not cfg.evaluation.interval:
-            evaluation = tracking.curate({"evaluation": algo.evaluate()})
-            evaluation = {k: v for k, v in evaluation.items() if k.startswith("eval/")}
-            mlflow.log_batch(run_id, metrics=_metric_entities(evaluation, iteration))
+            evaluation = evaluation_metrics(curate({"evaluation": algo.evaluate()}))
+            store.log_metrics(run_id, evaluation, iteration)
     finally:
         algo.stop()
-    _log_artifacts(cfg, mlflow, run_id, here, checkpoint)
+    _log_artifacts(cfg, store, run_id, here, checkpoint, ppo, echo)
     return TrainSummary(
         run_id=run_id,
         experiment=cfg.tracking.experiment or cfg.name,
         tracking_uri="",
         iterations=iteration,
-        env_steps=last.get("env_steps", 0.0),
+        env_steps=last.get(names.ENV_STEPS, 0.0),
         first=first,
         last=last,
         evaluation=evaluation,
@@ -198,9 +215,9 @@ def progress_line(
     )
 
 
-def write_best_episode(algo: Any, folder: Path) -> None:
-    """Writes the files of the best episode any env runner saw (see platform.callbacks)."""
-    from orchestrl.training.callbacks import best_episode_artifacts
+def write_best_episode(algo: Algorithm, folder: Path) -> None:
+    """Writes the files of the best episode any env runner saw (see ``orchestrl.envs.reporting``)."""
+    from orchestrl.envs.reporting import best_episode_artifacts
 
     found = algo.env_runner_group.foreach_env_runner(
         lambda _runner: best_episode_artifacts(), local_env_runner=True
@@ -214,65 +231,69 @@ def write_best_episode(algo: Any, folder: Path) -> None:
     (folder / "best_episode_score.txt").write_text(f"{best['score']:.6f}\n")
 
 
-def _resumable(mlflow: Any, run_id: str) -> tuple[ExperimentConfig, int, str]:
-    from mlflow.exceptions import MlflowException
-
+def _resumable(store: RunStore, run_id: str) -> tuple[ExperimentConfig, int, str]:
     try:
-        run = mlflow.get_run(run_id)
-    except MlflowException:
+        run = store.run(run_id)
+    except UnknownRunError:
         raise ResumeError(f"--resume {run_id}: no such run in the tracking store") from None
-    tags = run.data.tags
-    config_path = tags.get(tracking.TAG_CONFIG)
-    checkpoint = tags.get(tracking.TAG_CHECKPOINT)
+    config_path = run.tags.get(names.TAG_CONFIG)
+    checkpoint = run.tags.get(names.TAG_CHECKPOINT)
     if not config_path or not Path(config_path).is_file():
         raise ResumeError(f"--resume {run_id}: the run's config ({config_path}) is not on this machine")
     if not checkpoint or not Path(checkpoint).is_dir():
         raise ResumeError(f"--resume {run_id}: the run has no checkpoint on this machine yet")
-    return load_config(config_path), int(tags.get(tracking.TAG_ITERATION, "0")), checkpoint
-
-
-def _last_env_steps(mlflow: Any, run_id: str) -> float:
-    return float(mlflow.get_run(run_id).data.metrics.get("env_steps", 0.0))
-
-
-def _log_params(mlflow: Any, run_id: str, cfg: ExperimentConfig) -> None:
-    from mlflow.entities import Param
-
-    params = [Param(k, v[:6000]) for k, v in cfg.flat_params().items()]
-    for i in range(0, len(params), 100):
-        mlflow.log_batch(run_id, params=params[i : i + 100])
-
-
-def _metric_entities(metrics: dict[str, float], step: int) -> list:
-    from mlflow.entities import Metric
-
-    now = int(time.time() * 1000)
-    return [Metric(k, v, now, step) for k, v in metrics.items()]
-
-
-def _append_csv(path: Path, iteration: int, metrics: dict[str, float]) -> None:
-    new = not path.exists()
-    with path.open("a", newline="") as fh:
-        writer = csv.writer(fh)
-        if new:
-            writer.writerow(["iteration", "metric", "value"])
-        writer.writerows([iteration, k, v] for k, v in metrics.items())
+    return load_config(config_path), int(run.tags.get(names.TAG_ITERATION, "0")), checkpoint
 
 
 def _log_artifacts(
-    cfg: ExperimentConfig, mlflow: Any, run_id: str, here: Path, checkpoint: str | None
+    cfg: ExperimentConfig,
+    store: RunStore,
+    run_id: str,
+    here: Path,
+    checkpoint: str | None,
+    ppo: PPOConfig,
+    echo: Echo,
 ) -> None:
     if not cfg.tracking.log_artifacts:
         return
-    history = tracking.metric_history(mlflow, run_id)
-    tracking.plot_learning_curve(
-        history, here / "learning_curve.png", title=f"{cfg.name} ({cfg.algorithm.name})"
-    )
-    for name in ("config.yaml", "learning_curve.png", "metrics.csv"):
+    try:
+        history = store.metric_history(run_id)
+    except TrackingUnavailable:
+        echo(f"warning: tracking server unreachable: the learning curve is drawn from {names.METRICS_CSV}")
+        history = read_metrics_csv(here / names.METRICS_CSV)
+    plot_learning_curve(history, here / names.LEARNING_CURVE, title=f"{cfg.name} ({cfg.algorithm.name})")
+    for name in (names.CONFIG_FILE, names.LEARNING_CURVE, names.METRICS_CSV):
         if (here / name).exists():
-            mlflow.log_artifact(run_id, str(here / name))
+            store.log_artifact(run_id, here / name)
     if checkpoint:
-        mlflow.log_artifacts(run_id, checkpoint, artifact_path="checkpoint")
-    extra = here / "artifacts"
+        store.log_artifacts(run_id, checkpoint, artifact_path="checkpoint")
+        log_policy(cfg, store, run_id, here, checkpoint, ppo, echo)
+    extra = here / names.ARTIFACTS_DIR
     if extra.is_dir():
-        mlflow.log_artifacts(run_id, str(extra), artifact_path="env")
+        store.log_artifacts(run_id, extra, artifact_path="env")
+
+
+def log_policy(
+    cfg: ExperimentConfig,
+    store: RunStore,
+    run_id: str,
+    here: Path,
+    checkpoint: str,
+    ppo: PPOConfig,
+    echo: Echo,
+) -> None:
+    """The final policy as the run's MLflow model (``orchestrl.tracking.models``), from a policy
+    folder in the run folder: the checkpoint's modules and the agent -> module table."""
+    from orchestrl.experiment.policy import PolicyError, TrainedPolicy
+    from orchestrl.tracking.models import log_policy_model
+
+    info = {"env": cfg.env.name, "algorithm": cfg.algorithm.name}
+    try:
+        folder = TrainedPolicy.from_checkpoint(checkpoint, ppo, info).save(here / names.POLICY_DIR)
+    except PolicyError as err:
+        log.warning("the final policy is not logged as an MLflow model: %s", err)
+        return
+    try:
+        log_policy_model(store, run_id, folder)
+    except TrackingUnavailable:
+        echo(f"warning: tracking server unreachable: the final policy is not logged as a model ({folder})")

@@ -1,5 +1,5 @@
-"""Carrying module weights into a freshly built algorithm: from a checkpoint (curriculum stages), or
-from the learner itself after a warm start changed it in place (:func:`sync_learner_weights`).
+"""Carrying module weights into a freshly built algorithm: from a checkpoint: a curriculum stage
+starts from the previous stage's modules.
 
 A stage of a curriculum is a new run: new env (more agents, another level), new algorithm, same
 module ids. Its modules start from the previous stage's. The weights go into the learner first.
@@ -23,15 +23,20 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
+from orchestrl.algorithms.weight_sync import WeightSyncError, push_weights_to_env_runners, runner_weight_gap
+from orchestrl.experiment.policy import RL_MODULE_DIR, find_module_dir
+
+if TYPE_CHECKING:
+    from ray.rllib.algorithms import Algorithm
+
 Parts = Literal["auto", "actor", "all"]
-RL_MODULE_DIR = Path("learner_group") / "learner" / "rl_module"
 
 
-class CarryError(RuntimeError):
+class CarryError(WeightSyncError):
     """The checkpoint's weights cannot be carried into this algorithm's modules."""
 
 
@@ -67,11 +72,10 @@ class CarryReport:
 
 def module_dir(checkpoint: str | Path) -> Path:
     """The ``rl_module`` folder of an algorithm checkpoint (ours nest it under ``algorithm/``)."""
-    root = Path(checkpoint)
-    for candidate in (root, root / "algorithm"):
-        if (candidate / RL_MODULE_DIR).is_dir():
-            return candidate / RL_MODULE_DIR
-    raise CarryError(f"{checkpoint}: not an algorithm checkpoint (no {RL_MODULE_DIR})")
+    found = find_module_dir(checkpoint)
+    if found is None:
+        raise CarryError(f"{checkpoint}: not an algorithm checkpoint (no {RL_MODULE_DIR})")
+    return found
 
 
 def checkpoint_module_states(checkpoint: str | Path) -> dict[str, dict[str, np.ndarray]]:
@@ -129,7 +133,7 @@ def merge_state(
 
 
 def carry_modules(
-    algo: Any,
+    algo: Algorithm,
     checkpoint: str | Path,
     *,
     parts: Parts = "auto",
@@ -171,53 +175,3 @@ def carry_modules(
             f"(max |diff| {report.runner_max_abs_diff:g})"
         )
     return report
-
-
-def push_weights_to_env_runners(algo: Any) -> None:
-    """Sync the learner's inference-only weights to every (training and eval) env runner, waiting
-    for the calls to land rather than firing and forgetting."""
-    for runners in (algo.env_runner_group, getattr(algo, "eval_env_runner_group", None)):
-        if runners is None:
-            continue
-        runners.fetch_ready_async_reqs(tags="set_state", timeout_seconds=30)
-        runners.sync_weights(
-            from_worker_or_learner_group=algo.learner_group, inference_only=True, timeout_seconds=30
-        )
-
-
-def sync_learner_weights(algo: Any) -> float:
-    """After a warm start changed the learner's modules in place (behaviour cloning, NeuroMAS
-    growth): every learner takes the first one's weights, every env runner the learner's. Returns
-    the largest |difference| read back from the runners (0.0); raises :class:`CarryError` otherwise."""
-    group = algo.learner_group
-    if not group.is_local:  # a warm start ran on each learner; all must start from the same weights
-        modules = group.get_state(components="learner/rl_module")["learner"]["rl_module"]
-        group.set_state({"learner": {"rl_module": modules}})
-    push_weights_to_env_runners(algo)
-    inference = group.get_state(components="learner/rl_module", inference_only=True)["learner"]["rl_module"]
-    expected = {mid: {k: np.asarray(v) for k, v in state.items()} for mid, state in inference.items()}
-    gap = runner_weight_gap(algo, expected)
-    if gap != 0.0:
-        raise CarryError(f"env runners do not hold the warm-started weights (max |diff| {gap:g})")
-    return gap
-
-
-def runner_weight_gap(algo: Any, expected: dict[str, dict[str, np.ndarray]]) -> float:
-    """Largest |difference| between each env runner's module tensors and ``expected`` (per module,
-    compared on the keys the runner holds: env runners carry inference-only modules)."""
-    mids = list(expected)
-
-    def read(runner: Any) -> dict[str, dict[str, np.ndarray]]:
-        if getattr(runner, "module", None) is None:  # a local runner without env or module
-            return {}
-        return {m: {k: np.asarray(v) for k, v in runner.module[m].get_state().items()} for m in mids}
-
-    gap = 0.0
-    states = [s for s in algo.env_runner_group.foreach_env_runner(read) if s]
-    if not states:
-        raise CarryError("no env runner answered the weight check")
-    for state in states:
-        for mid, tensors in state.items():
-            for key, value in tensors.items():
-                gap = max(gap, float(np.max(np.abs(value - expected[mid][key]))))
-    return gap

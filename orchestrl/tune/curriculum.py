@@ -33,27 +33,33 @@ import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field, model_validator
 
 from orchestrl.experiment.config import ConfigError, ExperimentConfig, read_yaml, validate_config
-from orchestrl.tracking import runs as tracking
-from orchestrl.tune.search_space import check_metric, check_override, load_base
-from orchestrl.tune.sweep import (
-    TAG_SPEC_NAME,
-    TAG_TUNE_PATH,
+from orchestrl.tracking import names
+from orchestrl.tracking.journal import TrackingUnavailable
+from orchestrl.tracking.store import RunInfo, RunStore
+from orchestrl.tune.lifecycle import (
+    DEFAULT_LAUNCH,
+    Echo,
+    Launch,
+    ParentRun,
+    SpecModel,
     TuneRun,
     TuneRunSpec,
-    _Spec,
     apply_trial_resources,
+    parent_run,
     validate_spec,
 )
+from orchestrl.tune.search_space import check_metric, check_override, load_base
+
+if TYPE_CHECKING:
+    from ray.tune import Callback
 
 PLACEHOLDER = re.compile(r"\$\{([^}]*)\}")
 PREVIOUS_KEYS = ("checkpoint", "run_id")
-TAG_STAGE = "orchestrl.stage"
-TAG_STAGE_INDEX = "orchestrl.stage_index"
 REFERENCE_METRICS = ("random_team_success", "solver_success")
 """Env metrics a stage's summary line shows next to its held-out value, when the env reports them."""
 
@@ -62,7 +68,7 @@ class CurriculumError(RuntimeError):
     """A curriculum that cannot go on (a stage failed, or nothing to resume)."""
 
 
-class PromoteSection(_Spec):
+class PromoteSection(SpecModel):
     """When a stage ends: a metric rule, a budget, or both (whichever comes first)."""
 
     metric: str | None = None
@@ -87,13 +93,13 @@ class PromoteSection(_Spec):
         return {"iterations": self.iterations, "env_steps": self.env_steps, "time_s": self.time_s}
 
 
-class CarrySection(_Spec):
+class CarrySection(SpecModel):
     parts: Literal["auto", "actor", "all", "none"] = "auto"
     modules: dict[str, str] = Field(default_factory=dict)
     """New module id -> the previous stage's module id (default: the same id)."""
 
 
-class StageSpec(_Spec):
+class StageSpec(SpecModel):
     name: str
     overrides: dict[str, Any] = Field(default_factory=dict)
     promote: PromoteSection = Field(default_factory=PromoteSection)
@@ -219,51 +225,29 @@ class CurriculumSummary:
 
 
 def run_curriculum(
-    curriculum: Curriculum,
-    *,
-    resume: bool = False,
-    parent_run_id: str | None = None,
-    tracking_uri: str | None = None,
-    address: str | None = None,
-    verbose: bool = False,
-    echo: Any = print,
+    curriculum: Curriculum, launch: Launch = DEFAULT_LAUNCH, callbacks: tuple[Callback, ...] = ()
 ) -> CurriculumSummary:
-    """Runs the stages in order (with ``resume``: skipping those an earlier run finished)."""
-    from orchestrl.training.runtime import quiet_environment, ray_session, silence_noise
+    """Runs the stages in order (with ``launch.resume``: skipping those an earlier run finished).
 
-    run_dir = curriculum.run_dir
-    quiet_environment(run_dir)
-    silence_noise(verbose)
-    uri = tracking.resolve_tracking_uri(run_dir, tracking_uri or curriculum.cfg.tracking.uri)
-    client = tracking.client(uri)
-    exp_id = tracking.experiment_id(client, curriculum.experiment, run_dir, uri)
-    if resume:
-        parent = _resumable(client, exp_id, curriculum, parent_run_id)
-        parent_run_id = parent.info.run_id
-        tune_path = parent.data.tags[TAG_TUNE_PATH]
-        client.update_run(parent_run_id, status="RUNNING")
-        echo(f"resuming curriculum {curriculum.spec.name}: parent run {parent_run_id}")
-    else:
-        parent_run_id = _create_parent(client, exp_id, curriculum)
-        tune_path = str(run_dir / "tune" / f"{curriculum.spec.name}-{parent_run_id[:8]}")
-        client.set_tag(parent_run_id, TAG_TUNE_PATH, tune_path)
-        echo(f"curriculum {curriculum.spec.name}: parent run {parent_run_id}, Tune storage {tune_path}")
-    summary = CurriculumSummary(curriculum.spec.name, parent_run_id, curriculum.experiment, uri, tune_path)
-    with tracking.terminated_as(client, parent_run_id) as outcome:
-        with ray_session(curriculum.cfg.resources, run_dir, address=address, verbose=verbose):
-            _run_stages(curriculum, client, exp_id, summary, uri, echo)
-        outcome.status = "KILLED" if summary.interrupted else "FINISHED"
+    ``callbacks`` are extra Tune callbacks for every stage (tests use one to stop the tracking
+    server mid-stage).
+    """
+    params = _parent_params(curriculum)
+    with parent_run(
+        curriculum, launch, kind=names.KIND_CURRICULUM, params=params, error=CurriculumError
+    ) as parent:
+        summary = CurriculumSummary(
+            curriculum.spec.name, parent.run_id, curriculum.experiment, parent.store.uri, parent.tune_path
+        )
+        _run_stages(curriculum, parent, summary, launch.echo, callbacks)
+        parent.outcome.status = "KILLED" if summary.interrupted else "FINISHED"
         if summary.checkpoint and not summary.interrupted:
-            client.set_tag(parent_run_id, tracking.TAG_CHECKPOINT, summary.checkpoint)
+            parent.store.set_tags(parent.run_id, {names.TAG_CHECKPOINT: summary.checkpoint})
         return summary
 
 
-def _create_parent(client: Any, exp_id: str, curriculum: Curriculum) -> str:
-    from mlflow.entities import Param
-
+def _parent_params(curriculum: Curriculum) -> dict[str, Any]:
     spec = curriculum.spec
-    tags = {**tracking.run_tags("curriculum"), TAG_SPEC_NAME: spec.name}
-    run_id = client.create_run(exp_id, run_name=spec.name, tags=tags).info.run_id
     params: dict[str, Any] = {
         "curriculum.base": str(curriculum.base_path),
         "curriculum.stages": len(spec.stages),
@@ -276,75 +260,46 @@ def _create_parent(client: Any, exp_id: str, curriculum: Curriculum) -> str:
         params[f"stage.{i}.promote"] = json.dumps(rule, sort_keys=True)
         if i:
             params[f"stage.{i}.carry"] = stage.carry.parts
-    client.log_batch(run_id, params=[Param(k, str(v)[:6000]) for k, v in params.items()])
-    client.log_artifact(run_id, str(curriculum.path))
-    return run_id
-
-
-def _resumable(client: Any, exp_id: str, curriculum: Curriculum, parent_run_id: str | None) -> Any:
-    if parent_run_id:
-        from mlflow.exceptions import MlflowException
-
-        try:
-            parent = client.get_run(parent_run_id)
-        except MlflowException:
-            raise CurriculumError(f"--resume {parent_run_id}: no such run in the tracking store") from None
-    else:
-        found = client.search_runs(
-            [exp_id],
-            filter_string=(
-                f"tags.`{TAG_SPEC_NAME}` = '{curriculum.spec.name}' "
-                f"and tags.`{tracking.TAG_KIND}` = 'curriculum'"
-            ),
-            order_by=["attributes.start_time DESC"],
-            max_results=1,
-        )
-        if not found:
-            raise CurriculumError(f"--resume: no earlier run of curriculum '{curriculum.spec.name}'")
-        parent = found[0]
-    if parent.info.status == "FINISHED":
-        raise CurriculumError(f"--resume: curriculum run {parent.info.run_id} already finished")
-    if TAG_TUNE_PATH not in parent.data.tags:
-        raise CurriculumError(f"--resume: run {parent.info.run_id} is not a curriculum run")
-    return parent
-
-
-def _stage_tag(i: int, key: str) -> str:
-    return f"orchestrl.stage.{i}.{key}"
+    return params
 
 
 def _run_stages(
-    curriculum: Curriculum, client: Any, exp_id: str, summary: CurriculumSummary, uri: str, echo: Any
+    curriculum: Curriculum,
+    parent: ParentRun,
+    summary: CurriculumSummary,
+    echo: Echo,
+    callbacks: tuple[Callback, ...],
 ) -> None:
-    parent_tags = client.get_run(summary.parent_run_id).data.tags
+    stage_tag = names.stage_tag
+    parent_tags = parent.info.tags if parent.info else {}
     previous: dict[str, str] | None = None
-    done_iters = int(float(parent_tags.get("orchestrl.curriculum_iterations", "0")))
+    done_iters = int(float(parent_tags.get(names.TAG_CURRICULUM_ITERATIONS, "0")))
     total = len(curriculum.stages)
     for i, (stage, _) in enumerate(curriculum.stages):
-        finished = parent_tags.get(_stage_tag(i, "checkpoint"))
+        finished = parent_tags.get(stage_tag(i, "checkpoint"))
         if finished:  # an earlier run of this curriculum finished this stage
-            previous = {"checkpoint": finished, "run_id": parent_tags.get(_stage_tag(i, "run_id"), "")}
+            previous = {"checkpoint": finished, "run_id": parent_tags.get(stage_tag(i, "run_id"), "")}
             summary.stages.append(
                 StageSummary(
                     index=i,
                     name=stage.name,
                     run_id=previous["run_id"] or None,
-                    iterations=int(parent_tags.get(_stage_tag(i, "iterations"), "0")),
-                    promoted_by=parent_tags.get(_stage_tag(i, "promoted_by"), "budget"),
-                    value=float(parent_tags.get(_stage_tag(i, "value"), "nan")),
+                    iterations=int(parent_tags.get(stage_tag(i, "iterations"), "0")),
+                    promoted_by=parent_tags.get(stage_tag(i, "promoted_by"), "budget"),
+                    value=float(parent_tags.get(stage_tag(i, "value"), "nan")),
                     checkpoint=finished,
                 )
             )
             echo(f"stage {i + 1}/{total} {stage.name}: done in the earlier run ({finished})")
             continue
-        result = _run_stage(curriculum, client, exp_id, summary, uri, i, stage, previous, done_iters, echo)
+        result = _run_stage(curriculum, parent, summary, i, stage, previous, done_iters, echo, callbacks)
         if result is None:
             summary.interrupted = True
             return
         summary.stages.append(result)
         done_iters += result.iterations
         previous = {"checkpoint": result.checkpoint, "run_id": result.run_id or ""}
-        _log_transition(client, summary.parent_run_id, i, stage, result, done_iters)
+        _log_transition(parent.store, summary.parent_run_id, i, stage, result, done_iters)
         echo(_transition_line(i, total, stage, result))
         if result.promoted_by == "stopped":
             summary.stopped_early = True
@@ -354,23 +309,22 @@ def _run_stages(
 
 def _run_stage(
     curriculum: Curriculum,
-    client: Any,
-    exp_id: str,
+    parent: ParentRun,
     summary: CurriculumSummary,
-    uri: str,
     i: int,
     stage: StageSpec,
     previous: dict[str, str] | None,
     done_iters: int,
-    echo: Any,
+    echo: Echo,
+    callbacks: tuple[Callback, ...],
 ) -> StageSummary | None:
     """One stage as a one-trial Tune experiment; None when it was interrupted."""
-    from mlflow.entities import Metric
     from ray import tune
 
-    from orchestrl.tracking.trials import TAG_CARRY, TrialRunLogger
+    from orchestrl.tracking.trials import TrialRunLogger
     from orchestrl.tune.progress import StageReporter, classic_tune_output
-    from orchestrl.tune.trainable import PROMOTED, ExperimentTrainable, trial_dirname
+    from orchestrl.tune.search_space import resolve_trial_config
+    from orchestrl.tune.trainable import ExperimentTrainable, trial_dirname
 
     spec = curriculum.spec
     where = f"{curriculum.path}: stages[{i}] ({stage.name})"
@@ -388,13 +342,13 @@ def _run_stage(
     stage_path = Path(summary.tune_path) / name
     restoring = tune.Tuner.can_restore(str(stage_path))
     if not restoring:  # a resumed stage logged its start the first time
-        client.log_batch(
-            summary.parent_run_id,
-            metrics=[Metric("curriculum/stage", float(i), _now(), done_iters)],
+        parent.store.log_metrics(
+            summary.parent_run_id, {names.CURRICULUM_PREFIX + "stage": float(i)}, done_iters
         )
     reporter = StageReporter(
         spec.name, stage.name, i, len(spec.stages), config["promotion"], _budget(stage_cfg)
     )
+    logger = None
     with classic_tune_output():
         if restoring:
             echo(f"stage {i + 1}/{len(spec.stages)} {stage.name}: resuming its Tune experiment")
@@ -403,12 +357,18 @@ def _run_stage(
             )
         else:
             logger = TrialRunLogger(
-                uri,
-                exp_id,
+                parent.store.uri,
+                parent.experiment_id,
                 summary.parent_run_id,
-                kind="curriculum_stage",
+                resolve_trial_config,
+                kind=names.KIND_CURRICULUM_STAGE,
                 run_name=f"{spec.name}/{i}:{stage.name}",
-                tags={TAG_SPEC_NAME: spec.name, TAG_STAGE: stage.name, TAG_STAGE_INDEX: str(i)},
+                tags={
+                    names.TAG_SPEC_NAME: spec.name,
+                    names.TAG_STAGE: stage.name,
+                    names.TAG_STAGE_INDEX: str(i),
+                },
+                run_dir=str(curriculum.run_dir),
             )
             tuner = tune.Tuner(
                 ExperimentTrainable,
@@ -417,7 +377,7 @@ def _run_stage(
                 run_config=tune.RunConfig(
                     name=name,
                     storage_path=summary.tune_path,
-                    callbacks=[logger],
+                    callbacks=[logger, *callbacks],
                     progress_reporter=reporter,
                     verbose=1,
                     checkpoint_config=tune.CheckpointConfig(
@@ -435,24 +395,30 @@ def _run_stage(
     metrics = result.metrics or {}
     if not metrics.get("done") or result.checkpoint is None:
         return None
-    run = _stage_run(client, exp_id, summary.parent_run_id, str(metrics.get("trial_id", "")))
+    trial_id = str(metrics.get("trial_id", ""))
+    try:
+        run = _stage_run(parent.store, parent.experiment_id, summary.parent_run_id, trial_id)
+        run_id = run.run_id if run else None
+    except TrackingUnavailable:
+        echo(f"warning: tracking server unreachable: stage {stage.name}'s carry report is in its run's tags")
+        run, run_id = None, logger.run_ids.get(trial_id) if logger else None
     carry = []
-    if run is not None and TAG_CARRY in run.data.tags:
+    if run is not None and names.TAG_CARRY in run.tags:
         from orchestrl.training.weight_carry import CarryReport
 
-        carry = CarryReport(**json.loads(run.data.tags[TAG_CARRY])).lines()
-    promoted = bool(metrics.get(PROMOTED))
+        carry = CarryReport(**json.loads(run.tags[names.TAG_CARRY])).lines()
+    promoted = bool(metrics.get(names.PROMOTED))
     if promoted:
         how = "metric"
     elif stage.promote.metric and stage.promote.on_budget == "stop":
         how = "stopped"
     else:
         how = "budget"
-    value = metrics.get(stage.promote.metric or "team_return_sum_mean", math.nan)
+    value = metrics.get(stage.promote.metric or names.TEAM_RETURN, math.nan)
     return StageSummary(
         index=i,
         name=stage.name,
-        run_id=run.info.run_id if run else None,
+        run_id=run_id,
         iterations=int(metrics.get("training_iteration", 0)),
         promoted_by=how,
         value=float(value),
@@ -464,15 +430,9 @@ def _run_stage(
     )
 
 
-def _stage_run(client: Any, exp_id: str, parent_run_id: str, trial_id: str) -> Any:
-    from orchestrl.tracking.trials import TAG_TRIAL
-
-    found = client.search_runs(
-        [exp_id],
-        filter_string=(
-            f"tags.`{tracking.TAG_PARENT}` = '{parent_run_id}' and tags.`{TAG_TRIAL}` = '{trial_id}'"
-        ),
-        max_results=1,
+def _stage_run(store: RunStore, exp_id: str, parent_run_id: str, trial_id: str) -> RunInfo | None:
+    found = store.find_runs(
+        exp_id, {names.TAG_PARENT: parent_run_id, names.TAG_TRIAL: trial_id}, max_results=1
     )
     return found[0] if found else None
 
@@ -489,35 +449,25 @@ def _budget(cfg: ExperimentConfig) -> str:
     return " / ".join(parts)
 
 
-def _now() -> int:
-    import time
-
-    return int(time.time() * 1000)
-
-
 def _log_transition(
-    client: Any, parent_run_id: str, i: int, stage: StageSpec, result: StageSummary, done_iters: int
+    store: RunStore, parent_run_id: str, i: int, stage: StageSpec, result: StageSummary, done_iters: int
 ) -> None:
     """The stage's end on the parent: metrics at step = iterations so far, and resume tags."""
-    from mlflow.entities import Metric, RunTag
-
-    now = _now()
-    metrics = [
-        Metric("curriculum/stage_iterations", float(result.iterations), now, done_iters),
-        Metric("curriculum/promoted_by_metric", float(result.promoted_by == "metric"), now, done_iters),
-    ]
-    if math.isfinite(result.value):
-        key = stage.promote.metric or "team_return_sum_mean"
-        metrics.append(Metric(f"curriculum/{key}", result.value, now, done_iters))
-    tags = {
-        _stage_tag(i, "checkpoint"): result.checkpoint,
-        _stage_tag(i, "run_id"): result.run_id or "",
-        _stage_tag(i, "promoted_by"): result.promoted_by,
-        _stage_tag(i, "iterations"): str(result.iterations),
-        _stage_tag(i, "value"): repr(result.value),
-        "orchestrl.curriculum_iterations": str(done_iters),
+    metrics = {
+        names.CURRICULUM_PREFIX + "stage_iterations": float(result.iterations),
+        names.CURRICULUM_PREFIX + "promoted_by_metric": float(result.promoted_by == "metric"),
     }
-    client.log_batch(parent_run_id, metrics=metrics, tags=[RunTag(k, v) for k, v in tags.items()])
+    if math.isfinite(result.value):
+        metrics[names.CURRICULUM_PREFIX + (stage.promote.metric or names.TEAM_RETURN)] = result.value
+    tags = {
+        names.stage_tag(i, "checkpoint"): result.checkpoint,
+        names.stage_tag(i, "run_id"): result.run_id or "",
+        names.stage_tag(i, "promoted_by"): result.promoted_by,
+        names.stage_tag(i, "iterations"): str(result.iterations),
+        names.stage_tag(i, "value"): repr(result.value),
+        names.TAG_CURRICULUM_ITERATIONS: str(done_iters),
+    }
+    store.log_metrics(parent_run_id, metrics, done_iters, tags=tags)
 
 
 def _transition_line(i: int, total: int, stage: StageSpec, result: StageSummary) -> str:
@@ -564,11 +514,9 @@ def summary_text(summary: CurriculumSummary) -> str:
 
 def _best_episode_text(checkpoint: str | None) -> str | None:
     """The last stage's best episode (what its env handed over: LEMON's spec.yaml), if any."""
-    from orchestrl.tune.trainable import BEST_EPISODE_DIR
-
     # the trainable saves <checkpoint dir>/algorithm (the summary's checkpoint) and, next to it,
     # <checkpoint dir>/best_episode
-    folder = Path(checkpoint).parent / BEST_EPISODE_DIR if checkpoint else None
+    folder = Path(checkpoint).parent / names.BEST_EPISODE_DIR if checkpoint else None
     spec = folder / "spec.yaml" if folder else None
     if spec is None or not spec.is_file():
         return None

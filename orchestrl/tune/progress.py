@@ -22,6 +22,8 @@ from typing import Any
 
 from ray.tune import CLIReporter
 
+from orchestrl.experiment.config import short_names
+
 
 @contextlib.contextmanager
 def classic_tune_output() -> Iterator[None]:
@@ -35,17 +37,6 @@ def classic_tune_output() -> Iterator[None]:
             os.environ.pop("RAY_AIR_NEW_OUTPUT", None)
         else:
             os.environ["RAY_AIR_NEW_OUTPUT"] = previous
-
-
-def short_names(keys: Sequence[str]) -> dict[str, str]:
-    """``training.lr`` -> ``lr``, unless two keys end alike or the last part alone would read as a
-    top-level experiment key (``algorithm.name`` stays whole)."""
-    last = [k.rsplit(".", 1)[-1] for k in keys]
-    top = {"name", "seed", "run_dir", "env", "algorithm", "model", "training", "resources", "stop"}
-    return {
-        k: (s if last.count(s) == 1 and (s == k or s not in top) else k)
-        for k, s in zip(keys, last, strict=True)
-    }
 
 
 def fmt_value(value: Any) -> str:

@@ -19,7 +19,6 @@ naming the file and the key.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,30 +31,10 @@ from orchestrl.experiment.config import (
     read_yaml,
     validate_config,
 )
-from orchestrl.tracking.runs import _MODULE_STATS
+from orchestrl.tracking.metrics import is_curated_metric
 
 KINDS = ("choice", "uniform", "loguniform", "grid")
 UNSEARCHABLE = ("name", "run_dir")
-
-_FIXED_METRICS = {
-    "team_return_sum_mean",
-    "team_return_sum_min",
-    "team_return_sum_max",
-    "episode_len_mean",
-    "env_steps",
-    "env_steps_per_s",
-    "learner_time_s",
-    "sample_time_s",
-    "eval/team_return_sum_mean",
-}
-_MODULE_METRIC = re.compile(rf"^[^/]+/({'|'.join(_MODULE_STATS)}|credit/.+)$")
-
-
-def is_curated_metric(name: str) -> bool:
-    """Whether ``name`` is one of the metrics ``tracking.curate`` produces (what runs log)."""
-    return (
-        name in _FIXED_METRICS or name.startswith(("env/", "eval/env/")) or bool(_MODULE_METRIC.match(name))
-    )
 
 
 def check_metric(name: str, source: str, key: str) -> None:

@@ -26,44 +26,45 @@ stay PENDING forever.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field
 
-from orchestrl.experiment.config import (
-    ConfigError,
-    ExperimentConfig,
-    _first_error,
-    apply_overrides,
-    read_yaml,
-    validate_config,
+from orchestrl.experiment.config import ConfigError, ExperimentConfig, read_yaml
+from orchestrl.tracking import names
+from orchestrl.tracking.journal import TrackingUnavailable
+from orchestrl.tracking.store import RunInfo, RunStore
+from orchestrl.tune.lifecycle import (
+    DEFAULT_LAUNCH,
+    Echo,
+    Launch,
+    SpecModel,
+    TuneRun,
+    TuneRunSpec,
+    apply_trial_resources,
+    parent_run,
+    validate_spec,
 )
-from orchestrl.tracking import runs as tracking
-from orchestrl.tune.search_space import Dimension, check_metric, check_override, load_base, parse_space
+from orchestrl.tune.search_space import Dimension, check_metric, load_base, parse_space
 
-TAG_SPEC_NAME = "orchestrl.spec_name"
-TAG_TUNE_PATH = "orchestrl.tune_path"
-TAG_BEST_TRIAL = "orchestrl.best_trial"
-TAG_BEST_RUN = "orchestrl.best_run_id"
+if TYPE_CHECKING:
+    from ray.tune import Callback, ResultGrid
 
 
 class SweepError(RuntimeError):
     """A sweep that cannot start or resume (the CLI prints it and exits 2)."""
 
 
-class _Spec(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class SearchSection(_Spec):
+class SearchSection(SpecModel):
     algorithm: Literal["random", "optuna"] = "random"
     """``random``: Tune's random/grid sampling; ``optuna``: Optuna's TPE sampler."""
     seed: int | None = None
 
 
-class SchedulerSection(_Spec):
+class SchedulerSection(SpecModel):
     name: Literal["none", "asha", "pbt"] = "none"
     grace_period: int = Field(2, ge=1)
     """ASHA: iterations every trial runs before it can be stopped."""
@@ -73,38 +74,6 @@ class SchedulerSection(_Spec):
     """PBT: iterations between exploit/explore steps."""
     quantile_fraction: float = Field(0.25, gt=0, le=0.5)
     resample_probability: float = Field(0.25, ge=0, le=1)
-
-
-class TuneRunSpec(_Spec):
-    """What a sweep YAML and a curriculum YAML share: the base experiment and how trials run."""
-
-    name: str
-    base: str
-    """The base experiment YAML (relative to this file, or to the working directory)."""
-    overrides: dict[str, Any] = Field(default_factory=dict)
-    """Dotted experiment keys set on the base for every trial."""
-    trial_resources: dict[str, Any] = Field(default_factory=lambda: {"env_runners": 0})
-    """``resources.*`` keys set for trials (default: sample in the trial's own process)."""
-    checkpoint_every: int = Field(1, ge=1)
-    """Trial checkpoint frequency in iterations (what a resume or PBT continues from)."""
-    keep_checkpoints: int = Field(2, ge=1)
-    experiment: str | None = None
-    """MLflow experiment (default: the YAML's name)."""
-
-
-class TuneRun:
-    """What a loaded sweep and a loaded curriculum share (both are dataclasses with these fields)."""
-
-    spec: TuneRunSpec
-    cfg: ExperimentConfig
-
-    @property
-    def experiment(self) -> str:
-        return self.spec.experiment or self.spec.name
-
-    @property
-    def run_dir(self) -> Path:
-        return Path(self.cfg.run_dir)
 
 
 class SweepSpec(TuneRunSpec):
@@ -134,13 +103,6 @@ class Sweep(TuneRun):
     dims: dict[str, Dimension]
 
 
-def validate_spec(model: type[BaseModel], data: dict[str, Any], source: str) -> Any:
-    try:
-        return model.model_validate(data)
-    except ValidationError as err:
-        raise ConfigError(f"{source}: {_first_error(err)}") from None
-
-
 def load_sweep(path: str | Path, run_dir: str | None = None) -> Sweep:
     """Reads and validates a sweep YAML, its base experiment and its search space."""
     path = Path(path)
@@ -163,17 +125,6 @@ def load_sweep(path: str | Path, run_dir: str | None = None) -> Sweep:
     if spec.scheduler.name in ("asha", "pbt") and cfg.stop.iterations is None:
         raise ConfigError(f"{path}: scheduler.name: {spec.scheduler.name} needs stop.iterations in the base")
     return Sweep(path, spec, base_path, base, cfg, dims)
-
-
-def apply_trial_resources(
-    path: Path, base: dict[str, Any], trial_resources: dict[str, Any]
-) -> tuple[dict[str, Any], ExperimentConfig]:
-    """``base`` with ``resources.<key>`` set for each trial resource, each checked on its own."""
-    overrides = {f"resources.{k}": v for k, v in trial_resources.items()}
-    for key, value in overrides.items():
-        check_override(base, key, value, f"{path}: trial_{key}")
-    base = apply_overrides(base, overrides)
-    return base, validate_config(base, source=str(path))
 
 
 # -- running ---------------------------------------------------------------------------------------
@@ -203,51 +154,30 @@ class SweepSummary:
 
 
 def run_sweep(
-    sweep: Sweep,
-    *,
-    resume: bool = False,
-    parent_run_id: str | None = None,
-    tracking_uri: str | None = None,
-    address: str | None = None,
-    verbose: bool = False,
-    echo: Any = print,
-    callbacks: tuple[Any, ...] = (),
+    sweep: Sweep, launch: Launch = DEFAULT_LAUNCH, callbacks: tuple[Callback, ...] = ()
 ) -> SweepSummary:
-    """Runs (or, with ``resume``, continues) a sweep; returns its trials and the best one.
+    """Runs (or, with ``launch.resume``, continues) a sweep; returns its trials and the best one.
 
     ``callbacks`` are extra Tune callbacks (tests use one to interrupt a sweep).
     """
-    from orchestrl.training.runtime import quiet_environment, ray_session, silence_noise
-
-    run_dir = sweep.run_dir
-    quiet_environment(run_dir)
-    silence_noise(verbose)
-    uri = tracking.resolve_tracking_uri(run_dir, tracking_uri or sweep.cfg.tracking.uri)
-    client = tracking.client(uri)
-    exp_id = tracking.experiment_id(client, sweep.experiment, run_dir, uri)
-    if resume:
-        parent_run_id, tune_path = _resumable(client, exp_id, sweep, parent_run_id)
-        client.update_run(parent_run_id, status="RUNNING")
-        echo(f"resuming sweep {sweep.spec.name}: parent run {parent_run_id}, {tune_path}")
-    else:
-        parent_run_id = _create_parent(client, exp_id, sweep)
-        tune_path = str(run_dir / "tune" / f"{sweep.spec.name}-{parent_run_id[:8]}")
-        client.set_tag(parent_run_id, TAG_TUNE_PATH, tune_path)
-        echo(f"sweep {sweep.spec.name}: parent run {parent_run_id}, Tune storage {tune_path}")
-    with tracking.terminated_as(client, parent_run_id) as outcome:
-        with ray_session(sweep.cfg.resources, run_dir, address=address, verbose=verbose):
-            summary = _fit(sweep, client, exp_id, parent_run_id, tune_path, uri, resume, verbose, callbacks)
-        outcome.status = "KILLED" if summary.interrupted else "FINISHED"
+    with parent_run(
+        sweep,
+        launch,
+        kind=names.KIND_SWEEP,
+        params=_parent_params(sweep),
+        error=SweepError,
+        resumable=_unrestorable,
+    ) as parent:
+        summary = _fit(
+            sweep, parent.store, parent.experiment_id, parent.run_id, parent.tune_path, launch, callbacks
+        )
+        parent.outcome.status = "KILLED" if summary.interrupted else "FINISHED"
         return summary
 
 
-def _create_parent(client: Any, exp_id: str, sweep: Sweep) -> str:
-    from mlflow.entities import Param
-
+def _parent_params(sweep: Sweep) -> dict[str, Any]:
     spec = sweep.spec
-    tags = {**tracking.run_tags("sweep"), TAG_SPEC_NAME: spec.name}
-    run_id = client.create_run(exp_id, run_name=spec.name, tags=tags).info.run_id
-    params = {
+    return {
         "sweep.base": str(sweep.base_path),
         "sweep.num_samples": spec.num_samples,
         "sweep.search": spec.search.algorithm,
@@ -258,41 +188,16 @@ def _create_parent(client: Any, exp_id: str, sweep: Sweep) -> str:
         **{f"space.{k}": d.describe() for k, d in sweep.dims.items()},
         **{f"overrides.{k}": v for k, v in spec.overrides.items()},
     }
-    client.log_batch(run_id, params=[Param(k, str(v)[:6000]) for k, v in params.items()])
-    client.log_artifact(run_id, str(sweep.path))
-    return run_id
 
 
-def _resumable(client: Any, exp_id: str, sweep: Sweep, parent_run_id: str | None) -> tuple[str, str]:
+def _unrestorable(parent: RunInfo) -> str | None:
+    """Why the parent's Tune experiment cannot be restored, or None."""
     from ray import tune
 
-    if parent_run_id is None:
-        runs = client.search_runs(
-            [exp_id],
-            filter_string=(
-                f"tags.`{TAG_SPEC_NAME}` = '{sweep.spec.name}' and tags.`{tracking.TAG_KIND}` = 'sweep'"
-            ),
-            order_by=["attributes.start_time DESC"],
-            max_results=1,
-        )
-        if not runs:
-            raise SweepError(
-                f"--resume: no earlier run of sweep '{sweep.spec.name}' in experiment '{sweep.experiment}'"
-            )
-        parent = runs[0]
-    else:
-        from mlflow.exceptions import MlflowException
-
-        try:
-            parent = client.get_run(parent_run_id)
-        except MlflowException:
-            raise SweepError(f"--resume {parent_run_id}: no such run in the tracking store") from None
-    tune_path = parent.data.tags.get(TAG_TUNE_PATH, "")
-    if parent.info.status == "FINISHED":
-        raise SweepError(f"--resume: sweep run {parent.info.run_id} already finished")
+    tune_path = parent.tags.get(names.TAG_TUNE_PATH, "")
     if not tune_path or not tune.Tuner.can_restore(tune_path):
-        raise SweepError(f"--resume: no Tune experiment to restore at '{tune_path}'")
-    return parent.info.run_id, tune_path
+        return f"no Tune experiment to restore at '{tune_path}'"
+    return None
 
 
 def max_concurrent(sweep: Sweep, cluster_cpus: float, per_trial: float) -> int:
@@ -303,20 +208,19 @@ def max_concurrent(sweep: Sweep, cluster_cpus: float, per_trial: float) -> int:
 
 def _fit(
     sweep: Sweep,
-    client: Any,
+    store: RunStore,
     exp_id: str,
     parent_run_id: str,
     tune_path: str,
-    uri: str,
-    resume: bool,
-    verbose: bool,
-    callbacks: tuple[Any, ...],
+    launch: Launch,
+    callbacks: tuple[Callback, ...],
 ) -> SweepSummary:
     import ray
     from ray import tune
 
     from orchestrl.tracking.trials import TrialRunLogger
     from orchestrl.tune.progress import SweepReporter, classic_tune_output
+    from orchestrl.tune.search_space import resolve_trial_config
     from orchestrl.tune.trainable import ExperimentTrainable, trial_cpus, trial_dirname
 
     spec = sweep.spec
@@ -327,22 +231,25 @@ def _fit(
             f"{sweep.path}: trial_resources: a trial needs {need:g} CPUs but the cluster has {cpus:g}; "
             "use env_runners: 0 (vectorised envs in the trial) or cpus_per_env_runner: 0"
         )
+    logger = None
     with classic_tune_output():
-        if resume:
+        if launch.resume:
             tuner = tune.Tuner.restore(
                 tune_path, trainable=ExperimentTrainable, resume_unfinished=True, resume_errored=True
             )
         else:
             logger = TrialRunLogger(
-                uri,
+                store.uri,
                 exp_id,
                 parent_run_id,
-                kind="sweep_trial",
+                resolve_trial_config,
+                kind=names.KIND_SWEEP_TRIAL,
                 run_name=f"{spec.name}-{{trial_id}}",
-                tags={TAG_SPEC_NAME: spec.name},
+                tags={names.TAG_SPEC_NAME: spec.name},
                 hparams=tuple(sweep.dims) if spec.scheduler.name == "pbt" else (),
                 metric=spec.metric,
                 mode=spec.mode,
+                run_dir=str(sweep.run_dir),
             )
             tuner = tune.Tuner(
                 ExperimentTrainable,
@@ -363,7 +270,7 @@ def _fit(
                     storage_path=str(Path(tune_path).parent),
                     callbacks=[logger, *callbacks],
                     progress_reporter=SweepReporter(spec.name, spec.metric, spec.mode, list(sweep.dims)),
-                    verbose=1 if not verbose else 2,
+                    verbose=1 if not launch.verbose else 2,
                     checkpoint_config=tune.CheckpointConfig(
                         # PBT trials restore each other's checkpoints: keep enough of them around
                         num_to_keep=max(spec.keep_checkpoints, 4 if spec.scheduler.name == "pbt" else 1),
@@ -375,7 +282,8 @@ def _fit(
                 ),
             )
         grid = tuner.fit()
-    return _summarise(sweep, client, exp_id, parent_run_id, tune_path, uri, grid)
+    known = logger.run_ids if logger else {}
+    return _summarise(sweep, store, exp_id, parent_run_id, tune_path, grid, known, launch.echo)
 
 
 def _resource_probes(sweep: Sweep) -> list[dict[str, Any]]:
@@ -431,26 +339,44 @@ def _scheduler(sweep: Sweep) -> Any:
 
 
 def _summarise(
-    sweep: Sweep, client: Any, exp_id: str, parent_run_id: str, tune_path: str, uri: str, grid: Any
+    sweep: Sweep,
+    store: RunStore,
+    exp_id: str,
+    parent_run_id: str,
+    tune_path: str,
+    grid: ResultGrid,
+    known: dict[str, str],
+    echo: Echo,
 ) -> SweepSummary:
+    """The trials as the tracking store records them, or, while it cannot answer, as Tune does
+    (``known``: the child run ids this driver made)."""
     spec = sweep.spec
-    children = {
-        r.data.tags.get("orchestrl.trial_id"): r
-        for r in client.search_runs(
-            [exp_id], filter_string=f"tags.`{tracking.TAG_PARENT}` = '{parent_run_id}'"
-        )
-    }
+    try:
+        runs = store.find_runs(exp_id, {names.TAG_PARENT: parent_run_id})
+        children: dict[str | None, RunInfo] | None = {r.tags.get(names.TAG_TRIAL): r for r in runs}
+    except TrackingUnavailable:
+        echo("warning: tracking server unreachable: trial statuses are Tune's")
+        children = None
     trials = []
+    checkpoints: dict[str, str] = {}
     for result in grid:
         metrics = result.metrics or {}
         tid = str(metrics.get("trial_id") or Path(result.path).name)
-        run = children.get(tid)
+        run = children.get(tid) if children is not None else None
         value = metrics.get(spec.metric)
+        if run is not None:
+            status = run.status
+        elif children is None:  # Tune's view; an unfinished trial's run is marked KILLED below
+            status = "FINISHED" if metrics.get("done") else "ERROR" if result.error else "RUNNING"
+        else:
+            status = "ERROR" if result.error else "UNKNOWN"
+        if result.checkpoint is not None:
+            checkpoints[tid] = str(Path(result.checkpoint.path) / "algorithm")
         trials.append(
             TrialSummary(
                 trial_id=tid,
-                run_id=run.info.run_id if run else None,
-                status=run.info.status if run else ("ERROR" if result.error else "UNKNOWN"),
+                run_id=run.run_id if run else known.get(tid),
+                status=status,
                 iterations=int(metrics.get("training_iteration", 0)),
                 value=float(value) if isinstance(value, int | float) else math.nan,
                 params={k: result.config.get(k) for k in sweep.dims} if result.config else {},
@@ -460,13 +386,13 @@ def _summarise(
     interrupted = finished + grid.num_errors < len(trials)
     for t in trials:  # trials an interruption left behind; a resume reopens their runs
         if t.run_id and t.status == "RUNNING":
-            client.set_terminated(t.run_id, status="KILLED")
+            store.set_terminated(t.run_id, "KILLED")
             t.status = "KILLED"
     summary = SweepSummary(
         name=spec.name,
         parent_run_id=parent_run_id,
         experiment=sweep.experiment,
-        tracking_uri=uri,
+        tracking_uri=store.uri,
         tune_path=tune_path,
         metric=spec.metric,
         mode=spec.mode,
@@ -477,29 +403,36 @@ def _summarise(
     if scored and not interrupted:
         best = (max if spec.mode == "max" else min)(scored, key=lambda t: t.value)
         summary.best = best
-        _record_best(client, parent_run_id, best, children.get(best.trial_id), summary, spec.metric)
+        run = children.get(best.trial_id) if children is not None else None
+        if run is not None:
+            tags = run.tags
+        else:  # the tracking store cannot say: Tune's checkpoint
+            tags = {names.TAG_CHECKPOINT: checkpoints.get(best.trial_id, "")}
+        _record_best(store, parent_run_id, best, tags, summary, spec.metric)
     return summary
 
 
 def _record_best(
-    client: Any, parent_run_id: str, best: TrialSummary, run: Any, summary: SweepSummary, metric: str
+    store: RunStore,
+    parent_run_id: str,
+    best: TrialSummary,
+    tags: Mapping[str, str],
+    summary: SweepSummary,
+    metric: str,
 ) -> None:
-    """The best trial's config and checkpoint, on the parent run."""
-    from mlflow.entities import Metric
-
-    client.set_tag(parent_run_id, TAG_BEST_TRIAL, best.trial_id)
-    client.log_batch(parent_run_id, metrics=[Metric(f"best/{metric}", best.value, 0, len(summary.trials))])
-    if run is None:
-        return
-    client.set_tag(parent_run_id, TAG_BEST_RUN, run.info.run_id)
-    checkpoint = run.data.tags.get(tracking.TAG_CHECKPOINT)
-    config_path = run.data.tags.get(tracking.TAG_CONFIG)
+    """The best trial's run, config and checkpoint (``tags``: its child run's), on the parent run."""
+    store.set_tags(parent_run_id, {names.TAG_BEST_TRIAL: best.trial_id})
+    store.log_metrics(parent_run_id, {f"best/{metric}": best.value}, len(summary.trials))
+    if best.run_id:
+        store.set_tags(parent_run_id, {names.TAG_BEST_RUN: best.run_id})
+    checkpoint = tags.get(names.TAG_CHECKPOINT)
+    config_path = tags.get(names.TAG_CONFIG)
     if checkpoint and Path(checkpoint).is_dir():
         summary.best_checkpoint = checkpoint
-        client.set_tag(parent_run_id, tracking.TAG_CHECKPOINT, checkpoint)
-        client.log_artifacts(parent_run_id, checkpoint, artifact_path="best/checkpoint")
+        store.set_tags(parent_run_id, {names.TAG_CHECKPOINT: checkpoint})
+        store.log_artifacts(parent_run_id, checkpoint, artifact_path="best/checkpoint")
     if config_path and Path(config_path).is_file():
-        client.log_artifact(parent_run_id, config_path, artifact_path="best")
+        store.log_artifact(parent_run_id, config_path, artifact_path="best")
 
 
 def summary_text(summary: SweepSummary, max_rows: int = 20) -> str:

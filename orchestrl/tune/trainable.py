@@ -24,18 +24,14 @@ from typing import Any
 from ray import tune
 from ray.tune.result import DONE
 
+from orchestrl.algorithms.weight_sync import push_weights_to_env_runners
 from orchestrl.experiment.config import ExperimentConfig
-from orchestrl.tracking import runs as tracking
-from orchestrl.training.weight_carry import push_weights_to_env_runners
+from orchestrl.tracking import names
+from orchestrl.tracking.metrics import curate, evaluation_metrics
 from orchestrl.tune.search_space import resolve_trial_config
 
-STOP_REASON = "stop_reason"
-PROMOTED = "promoted"
-STREAK = "promotion_streak"
-CARRY = "carry"
-CARRY_GAP = "carry/runner_max_abs_diff"
-_STATE_FILE = "trial_state.json"
-_TOKEN_MEMORY = float(1 << 20)
+STATE_FILE = "trial_state.json"
+TOKEN_MEMORY = float(1 << 20)
 
 
 def trial_resources(cfg: ExperimentConfig) -> Any:
@@ -53,7 +49,7 @@ def trial_resources(cfg: ExperimentConfig) -> Any:
 
     ppo = base_ppo_config(cfg)
     request = ppo.algo_class.default_resource_request(ppo)
-    bundles = [b if any(v > 0 for v in b.values()) else {"memory": _TOKEN_MEMORY} for b in request.bundles]
+    bundles = [b if any(v > 0 for v in b.values()) else {"memory": TOKEN_MEMORY} for b in request.bundles]
     return PlacementGroupFactory(bundles, strategy=request.strategy)
 
 
@@ -65,10 +61,6 @@ def trial_dirname(trial: Any) -> str:
 
 def trial_cpus(cfg: ExperimentConfig) -> float:
     return float(trial_resources(cfg).required_resources.get("CPU", 0.0))
-
-
-BEST_EPISODE_DIR = "best_episode"
-"""Inside a trial checkpoint: the files of the best episode so far (e.g. LEMON's spec.yaml)."""
 
 
 class ExperimentTrainable(tune.Trainable):
@@ -110,23 +102,23 @@ class ExperimentTrainable(tune.Trainable):
     def step(self) -> dict[str, Any]:
         started = time.time()
         iteration = self.iteration + 1
-        metrics = tracking.curate(self.algo.train(), prev_env_steps=self.prev_env_steps)
+        metrics = curate(self.algo.train(), prev_env_steps=self.prev_env_steps)
         self.prev_env_steps = metrics["env_steps"]
         self.elapsed += time.time() - started
         reason = self._promotion(metrics)
         result: dict[str, Any] = dict(metrics)
         if self.carry_report is not None:  # the first result after a carry says what was carried
-            result[CARRY], result[CARRY_GAP] = self.carry_report, self.carry_gap
+            result[names.CARRY], result[names.CARRY_GAP] = self.carry_report, self.carry_gap
             self.carry_report = None
         if reason:
-            result[PROMOTED] = 1.0
+            result[names.PROMOTED] = 1.0
         else:
             from orchestrl.training.train import stop_reason
 
             reason = stop_reason(self.cfg, iteration, metrics, self.elapsed)
         if reason:
             result.update(self._final_evaluation())
-            result[STOP_REASON] = reason
+            result[names.STOP_REASON] = reason
         result[DONE] = bool(reason)
         return result
 
@@ -138,11 +130,11 @@ class ExperimentTrainable(tune.Trainable):
         if not rule or not rule.get("metric"):
             return None
         if rule["metric"] not in metrics:
-            metrics[STREAK] = float(self.streak)
+            metrics[names.STREAK] = float(self.streak)
             return None
         value = metrics[rule["metric"]]
         self.streak = self.streak + 1 if value >= rule["threshold"] else 0
-        metrics[STREAK] = float(self.streak)
+        metrics[names.STREAK] = float(self.streak)
         if self.streak >= int(rule.get("consecutive", 1)):
             return f"promoted: {rule['metric']} >= {rule['threshold']} for {self.streak} iterations"
         return None
@@ -151,22 +143,21 @@ class ExperimentTrainable(tune.Trainable):
         """The experiment's end-of-run evaluation, as ``orchestrl train`` runs it."""
         if not (self.cfg.evaluation.episodes and not self.cfg.evaluation.interval):
             return {}
-        evaluation = tracking.curate({"evaluation": self.algo.evaluate()})
-        return {k: v for k, v in evaluation.items() if k.startswith("eval/")}
+        return evaluation_metrics(curate({"evaluation": self.algo.evaluate()}))
 
     def save_checkpoint(self, checkpoint_dir: str) -> None:
         from orchestrl.training.train import write_best_episode
 
         self.algo.save_to_path(str(Path(checkpoint_dir) / "algorithm"))
-        write_best_episode(self.algo, Path(checkpoint_dir) / BEST_EPISODE_DIR)
+        write_best_episode(self.algo, Path(checkpoint_dir) / names.BEST_EPISODE_DIR)
         state = {"prev_env_steps": self.prev_env_steps, "elapsed": self.elapsed, "streak": self.streak}
-        (Path(checkpoint_dir) / _STATE_FILE).write_text(json.dumps(state))
+        (Path(checkpoint_dir) / STATE_FILE).write_text(json.dumps(state))
 
     def load_checkpoint(self, checkpoint: str | dict | None) -> None:
         path = Path(str(checkpoint))
         self.algo.restore_from_path(str(path / "algorithm"))
         push_weights_to_env_runners(self.algo)  # restore's own sync is fire-and-forget
-        state = json.loads((path / _STATE_FILE).read_text())
+        state = json.loads((path / STATE_FILE).read_text())
         self.prev_env_steps = float(state["prev_env_steps"])
         self.elapsed = float(state["elapsed"])
         self.streak = int(state["streak"])

@@ -51,16 +51,39 @@ def test_global_state_rows_line_up_with_their_agents(mappo: InProcessTrainer) ->
     assert t.min() >= 0.0 and t.max() <= 1.0 + 1e-6
 
 
-def test_agent_order_in_episodes_does_not_change_the_state(mappo: InProcessTrainer) -> None:
+def iteration_order(episodes: list) -> list[str]:
+    """The agent order RLlib's connector pieces walk an episode in (``agent_ids``, a set)."""
+    from ray.rllib.connectors.connector_v2 import ConnectorV2
+
+    return [sa.agent_id for sa in ConnectorV2.single_agent_episode_iterator(episodes[:1], False)]
+
+
+def test_agent_order_in_episodes_does_not_change_the_state(
+    mappo: InProcessTrainer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The connector pieces walk each episode's agents in the order of ``agent_ids``, a set whose
+    order depends on string hashing. Force two different orders (sorted, then reversed) through
+    the whole learner pipeline: every row's global state must stay its own."""
+    from ray.rllib.env.multi_agent_episode import MultiAgentEpisode
+
     episodes = mappo.sample(60)
-    reordered = copy.deepcopy(episodes)  # the learner pipeline lengthens episodes in place
-    before = mappo.learner_batch(episodes)["shared"][GLOBAL_STATE].numpy()
-    for ep in reordered:  # the same episodes, with their agents stored in reverse order
-        ep.agent_episodes = dict(reversed(list(ep.agent_episodes.items())))
-    after = mappo.learner_batch(reordered)["shared"][GLOBAL_STATE].numpy()
-    # Rows come out grouped by agent in episode order, so compare as sets of rows.
-    key = lambda rows: np.array(sorted(map(tuple, rows.round(6))))  # noqa: E731
-    np.testing.assert_allclose(key(before), key(after))
+    states, orders = [], []
+    for reverse in (False, True):
+        ordered = property(lambda ep, r=reverse: sorted(ep.agent_episodes, reverse=r))
+        monkeypatch.setattr(MultiAgentEpisode, "agent_ids", ordered)
+        batch = copy.deepcopy(episodes)  # the learner pipeline lengthens episodes in place
+        orders.append(iteration_order(batch))
+        rows = mappo.learner_batch(batch)["shared"]
+        states.append((rows["obs"].numpy(), rows[GLOBAL_STATE].numpy()))
+    assert orders[0] == list(reversed(orders[1])) and orders[0] != orders[1]  # the order really changed
+    # Rows come out grouped by agent in walking order, so compare (obs, state) pairs as sets.
+    key = lambda obs, state: np.array(sorted(map(tuple, np.hstack([obs, state]).round(6))))  # noqa: E731
+    np.testing.assert_allclose(key(*states[0]), key(*states[1]))
+    for obs, state in states:  # and within each order, a row's own slot of the state is its obs
+        own = state[:, 3 * obs.shape[1] : 3 * obs.shape[1] + 3].argmax(axis=1)
+        for row in range(len(obs)):
+            i = own[row]
+            np.testing.assert_allclose(state[row, i * obs.shape[1] : (i + 1) * obs.shape[1]], obs[row])
 
 
 def test_env_runner_modules_carry_no_critic(mappo: InProcessTrainer) -> None:

@@ -74,13 +74,19 @@ def wait_for(predicate: Callable[[], Any], timeout_s: float, what: str, poll_s: 
 
 
 def processes_under(directory: Path) -> set[psutil.Process]:
-    """Live processes whose command line names ``directory`` (or a path inside it), with all their
-    descendants."""
+    """Live processes whose command line names ``directory`` (or a path inside it), or whose
+    ``TMPDIR`` lies in it, with all their descendants (this process excepted).
+
+    The environment finds what no command line names: ``ray start --head`` launches the Ray client
+    server (``ray.util.client.server``) with only addresses on its command line, and it outlives
+    ``ray start``, reparented to init. Every node here starts with ``TMPDIR`` in its cluster's
+    root (:meth:`LocalCluster.env`)."""
     pattern = re.compile(re.escape(str(directory)) + r"(?=/|$|\s|'|\")")
     roots = []
-    for proc in psutil.process_iter(["cmdline"]):
+    for proc in psutil.process_iter(["cmdline", "environ"]):
         with contextlib.suppress(psutil.Error):
-            if any(pattern.search(part) for part in proc.info["cmdline"] or ()):
+            marks = [*(proc.info["cmdline"] or ()), (proc.info["environ"] or {}).get("TMPDIR", "")]
+            if proc.pid != os.getpid() and any(pattern.search(part) for part in marks):
                 roots.append(proc)
     family = set(roots)
     for proc in roots:
@@ -195,8 +201,6 @@ class LocalCluster:
 
     def start(self, timeout_s: float = 120) -> None:
         """Starts the head and waits until its Jobs API answers."""
-        from orchestrl.cluster import jobs
-
         self.home.mkdir(parents=True, exist_ok=True)
         self.tmp.mkdir(parents=True, exist_ok=True)
         command = [
@@ -222,7 +226,7 @@ class LocalCluster:
             path.write_text(json.dumps(config))  # JSON is YAML
             command.append(f"--autoscaling-config={path}")
         self._run(command, timeout_s)
-        wait_for(lambda: _answers(jobs, self.address), 30, f"the Jobs API at {self.address}")
+        wait_for(lambda: _answers(self.address), 30, f"the Jobs API at {self.address}")
 
     def add_workers(self, names: list[str], num_cpus: float = 1, timeout_s: float = 120) -> list[Node]:
         """Starts one worker node per name, concurrently, each with ``num_cpus`` logical CPUs, and
@@ -319,10 +323,13 @@ class LocalCluster:
         return end_processes(self.processes, graceful=graceful)
 
 
-def _answers(jobs_module: Any, address: str) -> bool:
+def _answers(address: str) -> bool:
+    from orchestrl.cluster.connection import connect
+    from orchestrl.cluster.errors import ClusterUnreachableError
+
     try:
-        jobs_module.connect(address, timeout_s=2)
-    except jobs_module.ClusterUnreachableError:
+        connect(address, timeout_s=2)
+    except ClusterUnreachableError:
         return False
     return True
 

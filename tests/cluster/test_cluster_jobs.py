@@ -13,7 +13,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from orchestrl.cluster import jobs
+from orchestrl.cluster import connection, errors, lifecycle, packaging, tracking_policy
 from orchestrl.cluster.cli import SUBMIT_CONTEXT_SETTINGS, jobs_app, submit_command
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -61,8 +61,8 @@ def project(tmp_path: Path) -> Path:
 )
 def test_local_tracking_stores_are_refused_with_a_one_line_value_error(uri: str) -> None:
     with pytest.raises(ValueError, match="share no disk") as info:
-        jobs.require_remote_tracking(uri)
-    assert isinstance(info.value, jobs.LocalTrackingStoreError)
+        tracking_policy.require_remote_tracking(uri)
+    assert isinstance(info.value, errors.LocalTrackingStoreError)
     assert "\n" not in str(info.value)
 
 
@@ -71,33 +71,33 @@ def test_local_tracking_stores_are_refused_with_a_one_line_value_error(uri: str)
     ["http://mlflow.mlflow.svc:5000", "https://mlflow.example.org", "databricks", "postgresql://db/mlflow"],
 )
 def test_tracking_servers_and_shared_databases_are_accepted(uri: str) -> None:
-    jobs.require_remote_tracking(uri)
+    tracking_policy.require_remote_tracking(uri)
 
 
 def test_tracking_uri_precedence_follows_the_cli(project: Path) -> None:
     (project / "configs" / "tracked.yaml").write_text("name: x\ntracking:\n  uri: http://from-config:5000\n")
     env = {"MLFLOW_TRACKING_URI": "http://from-env:5000"}
-    find = jobs.find_tracking_uri
+    find = tracking_policy.find_tracking_uri
     assert find(["train", "c.yaml"], {}, project).uri is None
-    assert find(["train", "configs/exp.yaml"], env, project) == jobs.TrackingChoice(
+    assert find(["train", "configs/exp.yaml"], env, project) == tracking_policy.TrackingChoice(
         "http://from-env:5000", "MLFLOW_TRACKING_URI"
     )
     assert find(["train", "configs/tracked.yaml"], env, project).uri == "http://from-config:5000"
     args = ["train", "configs/tracked.yaml", "-s", "tracking.uri=sqlite:///x.db"]
-    assert find(args, env, project) == jobs.TrackingChoice("sqlite:///x.db", "--set tracking.uri")
+    assert find(args, env, project) == tracking_policy.TrackingChoice("sqlite:///x.db", "--set tracking.uri")
     args += ["--tracking-uri=http://flag:5000"]
-    assert find(args, env, project) == jobs.TrackingChoice("http://flag:5000", "--tracking-uri")
+    assert find(args, env, project) == tracking_policy.TrackingChoice("http://flag:5000", "--tracking-uri")
 
 
 def test_a_remote_cluster_without_a_tracking_uri_is_refused_but_a_local_one_is_not() -> None:
-    none = jobs.TrackingChoice(None, "default")
-    with pytest.raises(jobs.LocalTrackingStoreError, match="embedded SQLite store"):
-        jobs.check_tracking_for_cluster(none, on_this_machine=False)
-    jobs.check_tracking_for_cluster(none, on_this_machine=True)
-    sqlite = jobs.TrackingChoice("sqlite:///runs/mlflow.db", "--tracking-uri")
-    with pytest.raises(jobs.LocalTrackingStoreError, match=r"\(URI from --tracking-uri\)"):
-        jobs.check_tracking_for_cluster(sqlite, on_this_machine=False)
-    jobs.check_tracking_for_cluster(sqlite, on_this_machine=True)
+    none = tracking_policy.TrackingChoice(None, "default")
+    with pytest.raises(errors.LocalTrackingStoreError, match="embedded SQLite store"):
+        tracking_policy.check_tracking_for_cluster(none, on_this_machine=False)
+    tracking_policy.check_tracking_for_cluster(none, on_this_machine=True)
+    sqlite = tracking_policy.TrackingChoice("sqlite:///runs/mlflow.db", "--tracking-uri")
+    with pytest.raises(errors.LocalTrackingStoreError, match=r"\(URI from --tracking-uri\)"):
+        tracking_policy.check_tracking_for_cluster(sqlite, on_this_machine=False)
+    tracking_policy.check_tracking_for_cluster(sqlite, on_this_machine=True)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -105,21 +105,23 @@ def test_a_remote_cluster_without_a_tracking_uri_is_refused_but_a_local_one_is_n
 
 
 def test_address_precedence_is_flag_then_ray_address_then_default() -> None:
-    assert jobs.resolve_address(None, {}) == jobs.DEFAULT_ADDRESS == "http://127.0.0.1:8265"
-    assert jobs.resolve_address(None, {"RAY_ADDRESS": "http://head:8265/"}) == "http://head:8265"
-    assert jobs.resolve_address("head2:8265", {"RAY_ADDRESS": "http://head:8265"}) == "http://head2:8265"
+    assert connection.resolve_address(None, {}) == connection.DEFAULT_ADDRESS == "http://127.0.0.1:8265"
+    assert connection.resolve_address(None, {"RAY_ADDRESS": "http://head:8265/"}) == "http://head:8265"
+    assert (
+        connection.resolve_address("head2:8265", {"RAY_ADDRESS": "http://head:8265"}) == "http://head2:8265"
+    )
 
 
 @pytest.mark.parametrize("address", ["auto", "ray://head:10001", "ftp://head:8265"])
 def test_non_jobs_api_addresses_are_refused(address: str) -> None:
-    with pytest.raises(jobs.SubmitRefusedError, match=r"address|URL"):
-        jobs.resolve_address(address, {})
+    with pytest.raises(errors.SubmitRefusedError, match=r"address|URL"):
+        connection.resolve_address(address, {})
 
 
 def test_nothing_listening_is_reported_as_unreachable_quickly() -> None:
     port = closed_port()
-    with pytest.raises(jobs.ClusterUnreachableError, match=f"http://127.0.0.1:{port}") as info:
-        jobs.connect(f"127.0.0.1:{port}", timeout_s=2)
+    with pytest.raises(errors.ClusterUnreachableError, match=f"http://127.0.0.1:{port}") as info:
+        connection.connect(f"127.0.0.1:{port}", timeout_s=2)
     assert "\n" not in str(info.value)
 
 
@@ -128,7 +130,7 @@ def test_nothing_listening_is_reported_as_unreachable_quickly() -> None:
 
 
 def test_requirements_come_from_pyproject_without_ray(project: Path) -> None:
-    assert jobs.read_requirements(project / "pyproject.toml") == [
+    assert packaging.read_requirements(project / "pyproject.toml") == [
         "torch>=2.13",
         "raylib-ish>=1",
         "mlflow==3.17.2",
@@ -137,25 +139,26 @@ def test_requirements_come_from_pyproject_without_ray(project: Path) -> None:
 
 def test_the_real_pyproject_yields_requirements_with_torch_and_mlflow() -> None:
     names = [
-        r.split(">")[0].split("=")[0].split("<")[0] for r in jobs.read_requirements(ROOT / "pyproject.toml")
+        r.split(">")[0].split("=")[0].split("<")[0]
+        for r in packaging.read_requirements(ROOT / "pyproject.toml")
     ]
     assert "torch" in names and "mlflow" in names and "ray" not in names
 
 
 def test_uploaded_runtime_env_carries_project_requirements_and_excludes(project: Path) -> None:
-    env = jobs.build_runtime_env(project, env_vars={"MLFLOW_TRACKING_URI": "http://m:5000"})
+    env = packaging.build_runtime_env(project, env_vars={"MLFLOW_TRACKING_URI": "http://m:5000"})
     assert env["working_dir"] == str(project)
     assert {".venv", "runs", ".git", "__pycache__", ".pytest_cache", ".ruff_cache"} <= set(env["excludes"])
     assert env["pip"] == {"packages": ["torch>=2.13", "raylib-ish>=1", "mlflow==3.17.2"], "pip_check": False}
     assert env["config"]["setup_timeout_seconds"] >= 600
     assert env["env_vars"] == {"MLFLOW_TRACKING_URI": "http://m:5000"}
-    assert "pip" not in jobs.build_runtime_env(project, requirements=False)
-    assert jobs.build_runtime_env(project, upload=False) == {}
+    assert "pip" not in packaging.build_runtime_env(project, requirements=False)
+    assert packaging.build_runtime_env(project, upload=False) == {}
 
 
 def test_entrypoint_passes_every_argument_through_the_shell_intact(tmp_path: Path) -> None:
     args = ["train", "my config.yaml", "--set", 'name=it\'s "quoted"', "$HOME", "a;b"]
-    entrypoint = jobs.build_entrypoint(args, python=sys.executable, cwd=tmp_path, launcher=ECHO_LAUNCHER)
+    entrypoint = packaging.build_entrypoint(args, python=sys.executable, cwd=tmp_path, launcher=ECHO_LAUNCHER)
     # Ray runs the entrypoint through a shell, as here.
     out = subprocess.run(entrypoint, shell=True, capture_output=True, text=True, check=True).stdout
     argv_line, cwd_line = out.splitlines()
@@ -164,8 +167,8 @@ def test_entrypoint_passes_every_argument_through_the_shell_intact(tmp_path: Pat
 
 
 def test_the_launcher_is_the_console_script_body() -> None:
-    assert jobs.ORCHESTRL_LAUNCHER.startswith("import sys; from orchestrl.cli import main;")
-    assert jobs.build_entrypoint(["train", "x.yaml"]).startswith("python -c ")
+    assert packaging.ORCHESTRL_LAUNCHER.startswith("import sys; from orchestrl.cli import main;")
+    assert packaging.build_entrypoint(["train", "x.yaml"]).startswith("python -c ")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -174,7 +177,7 @@ def test_the_launcher_is_the_console_script_body() -> None:
 
 def test_paths_are_rebased_onto_the_project_root(project: Path) -> None:
     sub = project / "configs"
-    rebased = jobs.rebase_paths(
+    rebased = packaging.rebase_paths(
         ["train", "exp.yaml", f"--config={sub / 'exp.yaml'}", "--run-dir", "../runs", "missing.yaml"],
         project,
         upload=True,
@@ -193,22 +196,22 @@ def test_paths_are_rebased_onto_the_project_root(project: Path) -> None:
 def test_an_upload_refuses_files_it_would_not_carry(project: Path, tmp_path: Path) -> None:
     outside = tmp_path / "elsewhere.yaml"
     outside.write_text("name: x\n")
-    with pytest.raises(jobs.SubmitRefusedError, match="outside the project"):
-        jobs.rebase_paths(["train", str(outside)], project, upload=True, cwd=project)
-    with pytest.raises(jobs.SubmitRefusedError, match="not uploaded"):
-        jobs.rebase_paths(["train", "runs/old.yaml"], project, upload=True, cwd=project)
+    with pytest.raises(errors.SubmitRefusedError, match="outside the project"):
+        packaging.rebase_paths(["train", str(outside)], project, upload=True, cwd=project)
+    with pytest.raises(errors.SubmitRefusedError, match="not uploaded"):
+        packaging.rebase_paths(["train", "runs/old.yaml"], project, upload=True, cwd=project)
     # In place the job sees this machine's files, so both are fine.
-    assert jobs.rebase_paths(["train", str(outside)], project, upload=False, cwd=project)[1] == str(
+    assert packaging.rebase_paths(["train", str(outside)], project, upload=False, cwd=project)[1] == str(
         outside.resolve()
     )
     assert (
-        jobs.rebase_paths(["train", "runs/old.yaml"], project, upload=False, cwd=project)[1]
+        packaging.rebase_paths(["train", "runs/old.yaml"], project, upload=False, cwd=project)[1]
         == "runs/old.yaml"
     )
 
 
 def test_remote_plan_uploads_and_forwards_the_tracking_uri(project: Path) -> None:
-    plan = jobs.plan_submission(
+    plan = lifecycle.plan_submission(
         ["train", "configs/exp.yaml"],
         on_this_machine=False,
         project_dir=project,
@@ -217,7 +220,7 @@ def test_remote_plan_uploads_and_forwards_the_tracking_uri(project: Path) -> Non
         submission_id="job-1",
     )
     assert not plan.in_place
-    assert plan.entrypoint == jobs.build_entrypoint(["train", "configs/exp.yaml"])
+    assert plan.entrypoint == packaging.build_entrypoint(["train", "configs/exp.yaml"])
     assert plan.runtime_env["working_dir"] == str(project)
     assert plan.runtime_env["env_vars"] == {"MLFLOW_TRACKING_URI": "http://mlflow:5000"}
     assert plan.metadata == {"orchestrl_args": "train configs/exp.yaml", "orchestrl_mode": "upload"}
@@ -226,7 +229,7 @@ def test_remote_plan_uploads_and_forwards_the_tracking_uri(project: Path) -> Non
 
 
 def test_remote_plan_notes_a_localhost_tracking_uri(project: Path) -> None:
-    plan = jobs.plan_submission(
+    plan = lifecycle.plan_submission(
         ["train", "--tracking-uri", "http://127.0.0.1:5000"],
         on_this_machine=False,
         project_dir=project,
@@ -237,7 +240,7 @@ def test_remote_plan_notes_a_localhost_tracking_uri(project: Path) -> None:
 
 
 def test_local_plan_runs_in_place_with_this_interpreter(project: Path) -> None:
-    plan = jobs.plan_submission(
+    plan = lifecycle.plan_submission(
         ["sweep", "configs/exp.yaml"], on_this_machine=True, project_dir=project, env={}
     )
     assert plan.in_place
@@ -248,38 +251,40 @@ def test_local_plan_runs_in_place_with_this_interpreter(project: Path) -> None:
 
 @pytest.mark.parametrize("args", [[], ["evaluate", "x"], ["--address", "y", "train"]])
 def test_only_train_sweep_and_curriculum_are_submittable(args: list[str], project: Path) -> None:
-    with pytest.raises(jobs.SubmitRefusedError, match="train, sweep, curriculum"):
-        jobs.plan_submission(args, on_this_machine=True, project_dir=project, env={})
+    with pytest.raises(errors.SubmitRefusedError, match="train, sweep, curriculum"):
+        lifecycle.plan_submission(args, on_this_machine=True, project_dir=project, env={})
 
 
 def test_project_dir_is_found_from_a_subdirectory(project: Path) -> None:
-    assert jobs.find_project_dir(project / "configs") == project.resolve()
+    assert packaging.find_project_dir(project / "configs") == project.resolve()
 
 
 # ---------------------------------------------------------------------------------------------
 # Outcomes
 
 
-def summary(status: str, exit_code: int | None, message: str = "") -> jobs.JobSummary:
-    return jobs.JobSummary("job-1", status, "orchestrl train x", datetime.now(UTC), None, message, exit_code)
+def summary(status: str, exit_code: int | None, message: str = "") -> lifecycle.JobSummary:
+    return lifecycle.JobSummary(
+        "job-1", status, "orchestrl train x", datetime.now(UTC), None, message, exit_code
+    )
 
 
 def test_exit_codes_follow_the_jobs_outcome() -> None:
-    assert jobs.exit_code(summary("SUCCEEDED", 0)) == 0
-    assert jobs.exit_code(summary("FAILED", 3)) == 3
-    assert jobs.exit_code(summary("FAILED", None, "runtime env setup failed")) == 1
-    assert jobs.exit_code(summary("FAILED", -9)) == 1
-    assert jobs.exit_code(summary("STOPPED", None)) == 1
+    assert lifecycle.exit_code(summary("SUCCEEDED", 0)) == 0
+    assert lifecycle.exit_code(summary("FAILED", 3)) == 3
+    assert lifecycle.exit_code(summary("FAILED", None, "runtime env setup failed")) == 1
+    assert lifecycle.exit_code(summary("FAILED", -9)) == 1
+    assert lifecycle.exit_code(summary("STOPPED", None)) == 1
 
 
 def test_outcome_lines_are_single_lines_that_say_what_happened() -> None:
-    assert jobs.outcome_line(summary("SUCCEEDED", 0)) == "job job-1 succeeded"
-    failed = jobs.outcome_line(summary("FAILED", 3))
+    assert lifecycle.outcome_line(summary("SUCCEEDED", 0)) == "job job-1 succeeded"
+    failed = lifecycle.outcome_line(summary("FAILED", 3))
     assert failed.startswith("job job-1 failed with exit code 3") and "orchestrl jobs logs job-1" in failed
-    assert "runtime env setup failed" in jobs.outcome_line(
+    assert "runtime env setup failed" in lifecycle.outcome_line(
         summary("FAILED", None, "runtime env setup failed")
     )
-    assert jobs.outcome_line(summary("STOPPED", None)) == "job job-1 was stopped"
+    assert lifecycle.outcome_line(summary("STOPPED", None)) == "job job-1 was stopped"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -356,7 +361,7 @@ class FakeNode:
 def test_a_tunnelled_remote_cluster_is_not_mistaken_for_a_local_one(monkeypatch: pytest.MonkeyPatch) -> None:
     import ray.util.state
 
-    local_ip = next(ip for ip in jobs._local_ips() if ip not in ("127.0.0.1", "::1"))
+    local_ip = next(ip for ip in connection.local_ips() if ip not in ("127.0.0.1", "::1"))
     cases = {
         (local_ip,): True,
         (local_ip, "10.7.0.12"): False,  # a head here with a worker elsewhere shares no disk either
@@ -365,13 +370,13 @@ def test_a_tunnelled_remote_cluster_is_not_mistaken_for_a_local_one(monkeypatch:
     for ips, expected in cases.items():
         nodes = [FakeNode(ip) for ip in ips] + [FakeNode("10.9.9.9", state="DEAD")]
         monkeypatch.setattr(ray.util.state, "list_nodes", lambda nodes=nodes, **_: nodes)
-        assert jobs.cluster_on_this_machine("http://127.0.0.1:8265") is expected, ips
+        assert connection.cluster_on_this_machine("http://127.0.0.1:8265") is expected, ips
 
     def broken(**_: object) -> list[FakeNode]:
         raise RuntimeError("state API unavailable")
 
     monkeypatch.setattr(ray.util.state, "list_nodes", broken)
-    assert jobs.cluster_on_this_machine("http://127.0.0.1:8265") is False
+    assert connection.cluster_on_this_machine("http://127.0.0.1:8265") is False
 
 
 def test_a_cluster_that_refuses_our_token_is_one_line_with_the_fix(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -386,6 +391,6 @@ def test_a_cluster_that_refuses_our_token_is_one_line_with_the_fix(monkeypatch: 
         listener.bind(("127.0.0.1", 0))
         listener.listen()
         url = f"http://127.0.0.1:{listener.getsockname()[1]}"
-        with pytest.raises(jobs.ClusterUnreachableError, match="RAY_AUTH_MODE=token") as info:
-            jobs.connect(url)
+        with pytest.raises(errors.ClusterUnreachableError, match="RAY_AUTH_MODE=token") as info:
+            connection.connect(url)
     assert "\n" not in str(info.value) and "Missing authentication token" in str(info.value)

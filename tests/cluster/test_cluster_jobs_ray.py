@@ -2,18 +2,17 @@
 
 The head runs with its dashboard (the Jobs API) on 127.0.0.1, one CPU, HOME pointed at a temp
 dir (Ray writes ~/.ray there) and every file under one temp dir. Teardown ends exactly the
-processes of that head, found by the temp dir in their command line plus their descendants, and
-checks none is left. It deliberately does not run `ray stop --force`: that kills every Ray
-process of the user on the machine, including other test sessions' clusters.
+processes of that head, found by the temp dir in their command line or environment plus their
+descendants (``multinode.processes_under``), and checks none is left. It deliberately does not
+run `ray stop --force`: that kills every Ray process of the user on the machine, including other
+test sessions' clusters.
 """
 
 from __future__ import annotations
 
-import contextlib
 import io
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -23,9 +22,10 @@ from pathlib import Path
 
 import pytest
 import typer
+from multinode import end_processes, free_port, processes_under, running
 from typer.testing import CliRunner
 
-from orchestrl.cluster import jobs
+from orchestrl.cluster import connection, errors, lifecycle
 from orchestrl.cluster.cli import SUBMIT_CONTEXT_SETTINGS, jobs_app, submit_command
 
 pytestmark = [pytest.mark.ray, pytest.mark.timeout(240)]
@@ -39,60 +39,6 @@ PROBE_LAUNCHER = (
     "print('RUNS', pathlib.Path('runs/big.bin').exists()); "
     "print('TRACKING', os.environ.get('MLFLOW_TRACKING_URI'))"
 )
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def session_processes(temp_dir: Path) -> set:
-    """Processes of the head started under ``temp_dir``, with all their descendants."""
-    import psutil  # shipped inside the ray wheel; importable once ray is imported (jobs did)
-
-    marker = str(temp_dir)
-    roots = []
-    for proc in psutil.process_iter(["cmdline"]):
-        with contextlib.suppress(psutil.Error):
-            if any(marker in part for part in proc.info["cmdline"] or ()):
-                roots.append(proc)
-    family = set(roots)
-    for proc in roots:
-        with contextlib.suppress(psutil.Error):
-            family.update(proc.children(recursive=True))
-    return family
-
-
-def stop_session(temp_dir: Path) -> set[int]:
-    """Ends the head's processes (TERM, then KILL) and returns their pids."""
-    import psutil
-
-    ended: set[int] = set()
-    for _ in range(3):  # a dying raylet may still spawn a worker: sweep until nothing is left
-        family = session_processes(temp_dir)
-        if not family:
-            break
-        for proc in family:
-            with contextlib.suppress(psutil.Error):
-                proc.terminate()
-        alive = wait_gone(family, timeout_s=5)
-        for proc in alive:
-            with contextlib.suppress(psutil.Error):
-                proc.kill()
-        wait_gone(alive, timeout_s=5)
-        ended.update(p.pid for p in family)
-    return ended
-
-
-def wait_gone(procs: set, timeout_s: float) -> set:
-    """Waits until every process has exited (a zombie counts: its parent, not us, must reap it)."""
-    deadline = time.monotonic() + timeout_s
-    alive = set(procs)
-    while alive and time.monotonic() < deadline:
-        alive = {p for p in alive if _running(p.pid)}
-        time.sleep(0.1)
-    return alive
 
 
 @pytest.fixture(scope="module")
@@ -135,27 +81,18 @@ def ray_head() -> Iterator[str]:
             deadline = time.monotonic() + 30
             while True:
                 try:
-                    jobs.connect(address, timeout_s=2)
+                    connection.connect(address, timeout_s=2)
                     break
-                except jobs.ClusterUnreachableError:
+                except errors.ClusterUnreachableError:
                     if time.monotonic() > deadline:
                         raise
                     time.sleep(0.5)
             yield address
         finally:
-            ended = stop_session(temp_dir)
-            assert not session_processes(temp_dir), "Ray processes survived teardown"
-            assert not any(_running(pid) for pid in ended)
+            ended = end_processes(lambda: processes_under(root))
+            assert not processes_under(root), "Ray processes survived teardown"
+            assert not any(running(pid) for pid in ended)
             shutil.rmtree(root, ignore_errors=True)
-
-
-def _running(pid: int) -> bool:
-    import psutil
-
-    try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return False
 
 
 @pytest.fixture
@@ -176,21 +113,21 @@ def cli() -> typer.Typer:
     return app
 
 
-def followed(job_id: str, address: str) -> tuple[jobs.JobSummary, str]:
+def followed(job_id: str, address: str) -> tuple[lifecycle.JobSummary, str]:
     out = io.StringIO()
-    return jobs.follow(job_id, address=address, out=out, poll_s=0.3), out.getvalue()
+    return lifecycle.follow(job_id, address=address, out=out, poll_s=0.3), out.getvalue()
 
 
 def test_a_cluster_on_this_machine_is_recognised(ray_head: str) -> None:
-    assert jobs.cluster_on_this_machine(ray_head)
+    assert connection.cluster_on_this_machine(ray_head)
 
 
 def test_in_place_job_runs_in_the_project_with_its_arguments(ray_head: str, project: Path) -> None:
     args = ["train", "exp.yaml", "--set", "name=it's a test"]
-    plan = jobs.submit(args, address=ray_head, project_dir=project, env={}, launcher=PROBE_LAUNCHER)
+    plan = lifecycle.submit(args, address=ray_head, project_dir=project, env={}, launcher=PROBE_LAUNCHER)
     assert plan.in_place
     summary, logs = followed(plan.submission_id, ray_head)
-    assert summary.status == "SUCCEEDED" and jobs.exit_code(summary) == 0, logs
+    assert summary.status == "SUCCEEDED" and lifecycle.exit_code(summary) == 0, logs
     assert f"ARGS {args!r}" in logs
     assert f"CWD {project.resolve()}" in logs
     assert "MARKER from-the-project" in logs and "RUNS True" in logs  # the real directory
@@ -199,7 +136,7 @@ def test_in_place_job_runs_in_the_project_with_its_arguments(ray_head: str, proj
 
 def test_uploaded_job_gets_a_copy_of_the_project_without_runs(ray_head: str, project: Path) -> None:
     env = {"MLFLOW_TRACKING_URI": "http://mlflow.example:5000"}
-    plan = jobs.submit(
+    plan = lifecycle.submit(
         ["train", "exp.yaml"],
         address=ray_head,
         project_dir=project,
@@ -218,22 +155,22 @@ def test_uploaded_job_gets_a_copy_of_the_project_without_runs(ray_head: str, pro
 
 
 def test_remote_submission_with_a_local_store_is_refused_before_sending(ray_head: str, project: Path) -> None:
-    before = {j.job_id for j in jobs.list_jobs(ray_head)}
-    with pytest.raises(jobs.LocalTrackingStoreError, match="share no disk"):
-        jobs.submit(
+    before = {j.job_id for j in lifecycle.list_jobs(ray_head)}
+    with pytest.raises(errors.LocalTrackingStoreError, match="share no disk"):
+        lifecycle.submit(
             ["train", "--tracking-uri", "sqlite:///runs/mlflow.db"],
             address=ray_head,
             project_dir=project,
             in_place=False,
             env={},
         )
-    with pytest.raises(jobs.LocalTrackingStoreError, match="embedded SQLite store"):
-        jobs.submit(["train"], address=ray_head, project_dir=project, in_place=False, env={})
-    assert {j.job_id for j in jobs.list_jobs(ray_head)} == before
+    with pytest.raises(errors.LocalTrackingStoreError, match="embedded SQLite store"):
+        lifecycle.submit(["train"], address=ray_head, project_dir=project, in_place=False, env={})
+    assert {j.job_id for j in lifecycle.list_jobs(ray_head)} == before
 
 
 def test_a_failing_job_gives_its_exit_code_and_one_error_line(ray_head: str, cli: typer.Typer) -> None:
-    job_id = jobs.submit_entrypoint(
+    job_id = lifecycle.submit_entrypoint(
         "python -c \"import sys; print('boom'); sys.exit(3)\"", address=ray_head, submission_id="fails-with-3"
     )
     result = CliRunner().invoke(cli, ["jobs", "logs", job_id, "--follow", "--address", ray_head])
@@ -243,13 +180,15 @@ def test_a_failing_job_gives_its_exit_code_and_one_error_line(ray_head: str, cli
     assert error_lines == [
         f"error: job {job_id} failed with exit code 3 (logs: orchestrl jobs logs {job_id})"
     ]
-    assert jobs.job_status(job_id, ray_head).status == "FAILED"
+    assert lifecycle.job_status(job_id, ray_head).status == "FAILED"
     plain = CliRunner().invoke(cli, ["jobs", "logs", job_id, "--address", ray_head])
     assert plain.exit_code == 0 and "boom" in plain.stdout
 
 
 def test_following_survives_a_dropped_log_stream(ray_head: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    job_id = jobs.submit_entrypoint("python -c \"print('line one'); print('line two')\"", address=ray_head)
+    job_id = lifecycle.submit_entrypoint(
+        "python -c \"print('line one'); print('line two')\"", address=ray_head
+    )
     complete = followed(job_id, ray_head)[1]
     assert "line one" in complete and "line two" in complete
 
@@ -260,7 +199,7 @@ def test_following_survives_a_dropped_log_stream(ray_head: str, monkeypatch: pyt
         written[0] += 7
         raise ConnectionResetError("websocket closed")
 
-    monkeypatch.setattr(jobs, "_tail", drops_after_a_few_characters)
+    monkeypatch.setattr(lifecycle, "tail_logs", drops_after_a_few_characters)
     summary, logs = followed(job_id, ray_head)
     assert summary.status == "SUCCEEDED"
     assert logs == complete  # the polled rest joins the streamed start, nothing twice
@@ -272,22 +211,22 @@ def test_submit_follow_of_a_failing_orchestrl_command_fails_the_cli(ray_head: st
     result = CliRunner().invoke(cli, argv)
     assert result.stdout.startswith("submitted orchestrl-train-")
     job_id = result.stdout.split()[1]
-    summary = jobs.job_status(job_id, ray_head)
+    summary = lifecycle.job_status(job_id, ray_head)
     assert summary.status == "FAILED"
-    assert result.exit_code == jobs.exit_code(summary) != 0
+    assert result.exit_code == lifecycle.exit_code(summary) != 0
     error_lines = [line for line in result.stderr.splitlines() if line.startswith("error: ")]
     assert len(error_lines) == 1 and f"job {job_id} failed" in error_lines[0]
 
 
 def test_jobs_are_listed_and_stopped(ray_head: str, cli: typer.Typer) -> None:
     runner = CliRunner()
-    job_id = jobs.submit_entrypoint(
+    job_id = lifecycle.submit_entrypoint(
         "python -c \"import time; print('sleeping', flush=True); time.sleep(120)\"",
         address=ray_head,
         submission_id="sleeper",
     )
     deadline = time.monotonic() + 30
-    while jobs.job_status(job_id, ray_head).status != "RUNNING":
+    while lifecycle.job_status(job_id, ray_head).status != "RUNNING":
         assert time.monotonic() < deadline, "job never started"
         time.sleep(0.3)
     listed = runner.invoke(cli, ["jobs", "list", "--address", ray_head])
@@ -300,8 +239,8 @@ def test_jobs_are_listed_and_stopped(ray_head: str, cli: typer.Typer) -> None:
 
     stopped = runner.invoke(cli, ["jobs", "stop", job_id, "--wait", "30", "--address", ray_head])
     assert stopped.exit_code == 0 and stopped.stdout.strip() == f"job {job_id} stopped (STOPPED)"
-    summary = jobs.job_status(job_id, ray_head)
-    assert summary.status == "STOPPED" and jobs.exit_code(summary) == 1
+    summary = lifecycle.job_status(job_id, ray_head)
+    assert summary.status == "STOPPED" and lifecycle.exit_code(summary) == 1
     again = runner.invoke(cli, ["jobs", "stop", job_id, "--address", ray_head])
     assert again.stdout.strip() == f"job {job_id} had already ended: STOPPED"
 
@@ -311,7 +250,7 @@ def test_jobs_are_listed_and_stopped(ray_head: str, cli: typer.Typer) -> None:
 
 
 def test_dry_run_shows_the_job_and_sends_nothing(ray_head: str, cli: typer.Typer) -> None:
-    before = {j.job_id for j in jobs.list_jobs(ray_head)}
+    before = {j.job_id for j in lifecycle.list_jobs(ray_head)}
     argv = ["submit", "--address", ray_head, "--project-dir", str(ROOT), "--dry-run", "--", "train", "x.yaml"]
     result = CliRunner().invoke(cli, argv)
     assert result.exit_code == 0, result.output
@@ -320,4 +259,4 @@ def test_dry_run_shows_the_job_and_sends_nothing(ray_head: str, cli: typer.Typer
     assert entrypoint.split(":", 1)[1].strip().startswith(f"cd {ROOT} && ")
     assert runtime_env.split(":", 1)[1].strip() == "{}"
     assert "(embedded store)" in tracking
-    assert {j.job_id for j in jobs.list_jobs(ray_head)} == before
+    assert {j.job_id for j in lifecycle.list_jobs(ray_head)} == before

@@ -22,7 +22,7 @@ import pytest
 import ray
 import yaml
 
-from orchestrl.cluster import jobs
+from orchestrl.cluster import packaging, tracking_policy
 
 ROOT = Path(__file__).resolve().parents[2]
 CLUSTER = ROOT / "cluster"
@@ -205,14 +205,14 @@ def test_kuberay_dashboard_is_not_exposed(path: Path) -> None:
 def test_rayjob_runs_what_orchestrl_submit_would_send() -> None:
     spec = load(CLUSTER / "kuberay" / "rayjob.yaml")["spec"]
     argv = shlex.split(spec["entrypoint"])
-    assert argv[:3] == ["python", "-c", jobs.ORCHESTRL_LAUNCHER]
-    jobs.validate_args(argv[3:])
+    assert argv[:3] == ["python", "-c", packaging.ORCHESTRL_LAUNCHER]
+    packaging.validate_args(argv[3:])
     runtime_env = yaml.safe_load(spec["runtimeEnvYAML"])
-    assert runtime_env["pip"]["packages"] == jobs.read_requirements(ROOT / "pyproject.toml"), (
+    assert runtime_env["pip"]["packages"] == packaging.read_requirements(ROOT / "pyproject.toml"), (
         "rayjob.yaml's pip list drifted from pyproject.toml's dependencies (minus ray)"
     )
-    tracking = jobs.find_tracking_uri(argv[3:], env=runtime_env.get("env_vars", {}), cwd=ROOT)
-    jobs.check_tracking_for_cluster(tracking, on_this_machine=False)
+    tracking = tracking_policy.find_tracking_uri(argv[3:], env=runtime_env.get("env_vars", {}), cwd=ROOT)
+    tracking_policy.check_tracking_for_cluster(tracking, on_this_machine=False)
     assert spec["shutdownAfterJobFinishes"] is True
     assert spec["activeDeadlineSeconds"] > 0
 

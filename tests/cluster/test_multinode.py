@@ -43,8 +43,9 @@ from multinode import (
 from typer.testing import CliRunner
 
 from orchestrl.cli import app
-from orchestrl.cluster import jobs
-from orchestrl.tracking import runs as tracking
+from orchestrl.cluster import connection, lifecycle
+from orchestrl.tracking import names
+from orchestrl.tracking import store as tracking
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow, pytest.mark.timeout(420)]
 
@@ -86,7 +87,7 @@ def require_dashboard() -> None:
 
 def ray_job_id(address: str, submission_id: str) -> str:
     """The Ray job id (what actors carry) of a submitted job."""
-    return jobs.connect(address).get_job_info(submission_id).job_id
+    return connection.connect(address).get_job_info(submission_id).job_id
 
 
 def env_runners(address: str, submission_id: str) -> list[Any]:
@@ -103,10 +104,10 @@ def env_runners(address: str, submission_id: str) -> list[Any]:
     return sorted(actors, key=lambda a: a.actor_id)
 
 
-def wait_job(address: str, submission_id: str, timeout_s: float = JOB_TIMEOUT_S) -> jobs.JobSummary:
+def wait_job(address: str, submission_id: str, timeout_s: float = JOB_TIMEOUT_S) -> lifecycle.JobSummary:
     """Waits until the job ends and returns its final state."""
     return wait_for(
-        lambda: (s := jobs.job_status(submission_id, address)).terminal and s,
+        lambda: (s := lifecycle.job_status(submission_id, address)).terminal and s,
         timeout_s,
         f"job {submission_id} to end",
         poll_s=1,
@@ -129,11 +130,11 @@ def wait_checkpoint(client: Any, experiment: str, iteration: int, address: str, 
 
     def checkpointed() -> Any:
         run = mlflow_run(client, experiment)
-        if run is not None and int(run.data.tags.get(tracking.TAG_ITERATION, "0")) >= iteration:
+        if run is not None and int(run.data.tags.get(names.TAG_ITERATION, "0")) >= iteration:
             return run
-        summary = jobs.job_status(submission_id, address)
+        summary = lifecycle.job_status(submission_id, address)
         assert not summary.terminal, (
-            f"job ended early ({summary.status}):\n{jobs.logs(submission_id, address)}"
+            f"job ended early ({summary.status}):\n{lifecycle.logs(submission_id, address)}"
         )
         return None
 
@@ -243,7 +244,7 @@ class TestStaticCluster:
         run_dir = tmp_path / "runs"
         experiment = tiny_experiment("mn_faults", run_dir, iterations=100_000)
         experiment["stop"]["time_s"] = 30
-        plan = jobs.submit(
+        plan = lifecycle.submit(
             ["train", str(write_config(tmp_path, experiment)), "--tracking-uri", stack.server.uri],
             address=cluster.address,
             project_dir=ROOT,
@@ -269,7 +270,7 @@ class TestStaticCluster:
         assert wait_for(restarted, 90, "the crashed env runner to be restarted").num_restarts >= 1
         run = mlflow_run(mlflow, "mn_faults")
         wait_checkpoint(
-            mlflow, "mn_faults", int(run.data.tags[tracking.TAG_ITERATION]) + 2, cluster.address, sid
+            mlflow, "mn_faults", int(run.data.tags[names.TAG_ITERATION]) + 2, cluster.address, sid
         )
 
         # 2. The worker node of the other runner vanishes (a reclaimed spot VM). Its runner cannot
@@ -277,15 +278,15 @@ class TestStaticCluster:
         lost = next(name for name, node in cluster.workers.items() if node.node_id == other.node_id)
         lost_node_id = cluster.workers[lost].node_id
         cluster.kill_worker(lost)
-        at_loss = int(mlflow_run(mlflow, "mn_faults").data.tags[tracking.TAG_ITERATION])
+        at_loss = int(mlflow_run(mlflow, "mn_faults").data.tags[names.TAG_ITERATION])
 
         summary = wait_job(cluster.address, sid)
-        assert summary.status == "SUCCEEDED", jobs.logs(sid, cluster.address)
+        assert summary.status == "SUCCEEDED", lifecycle.logs(sid, cluster.address)
         assert any(n.node_id == lost_node_id and n.state == "DEAD" for n in cluster.nodes())
 
         run = mlflow_run(mlflow, "mn_faults")
         assert run.info.status == "FINISHED"
-        last = int(run.data.tags[tracking.TAG_ITERATION])
+        last = int(run.data.tags[names.TAG_ITERATION])
         assert last > at_loss + 1
         env_steps = dict(tracking.metric_history(mlflow, run.info.run_id)["env_steps"])
         assert sorted(env_steps) == list(range(1, last + 1))  # every iteration logged once
@@ -296,14 +297,14 @@ class TestStaticCluster:
         assert env_steps[last] >= env_steps[at_loss] + BATCH
         run_path = run_dir / "experiments" / "mn_faults" / run.info.run_id
         assert checkpoint_dirs(run_path) == [f"iter_{i:06d}" for i in range(1, last + 1)]
-        assert run.data.tags[tracking.TAG_CHECKPOINT] == str(run_path / "checkpoints" / f"iter_{last:06d}")
+        assert run.data.tags[names.TAG_CHECKPOINT] == str(run_path / "checkpoints" / f"iter_{last:06d}")
 
     def test_a_killed_driver_resumes_from_its_last_checkpoint(
         self, cluster: LocalCluster, stack: Stack, mlflow: Any, tmp_path: Path
     ) -> None:
         run_dir = tmp_path / "runs"
         config = write_config(tmp_path, tiny_experiment("mn_resume", run_dir, iterations=100_000))
-        first = jobs.submit(
+        first = lifecycle.submit(
             ["train", str(config), "--tracking-uri", stack.server.uri],
             address=cluster.address,
             project_dir=ROOT,
@@ -311,21 +312,21 @@ class TestStaticCluster:
         )
         run = wait_checkpoint(mlflow, "mn_resume", 2, cluster.address, first.submission_id)
         run_id = run.info.run_id
-        stopped = jobs.stop(first.submission_id, address=cluster.address, wait_s=30)
+        stopped = lifecycle.stop(first.submission_id, address=cluster.address, wait_s=30)
         assert stopped.job.status == "STOPPED"
         wait_for(
             lambda: all(a.state == "DEAD" for a in env_runners(cluster.address, first.submission_id)),
             30,
             "the stopped driver's env runners to go",
         )
-        checkpointed = int(mlflow.get_run(run_id).data.tags[tracking.TAG_ITERATION])
+        checkpointed = int(mlflow.get_run(run_id).data.tags[names.TAG_ITERATION])
         target = checkpointed + 2
 
         argv = ["train", "--resume", run_id, "--stop-iters", str(target)]
         argv += ["--tracking-uri", stack.server.uri, "--run-dir", str(run_dir)]
-        second = jobs.submit(argv, address=cluster.address, project_dir=ROOT, env={})
+        second = lifecycle.submit(argv, address=cluster.address, project_dir=ROOT, env={})
         summary = wait_job(cluster.address, second.submission_id)
-        logs = jobs.logs(second.submission_id, cluster.address)
+        logs = lifecycle.logs(second.submission_id, cluster.address)
         assert summary.status == "SUCCEEDED", logs
 
         iteration_lines = [line.split() for line in logs.splitlines() if line.startswith("iter ")]
@@ -335,7 +336,7 @@ class TestStaticCluster:
         ]
         resumed = mlflow.get_run(run_id)
         assert resumed.info.status == "FINISHED"
-        assert resumed.data.tags[tracking.TAG_ITERATION] == str(target)
+        assert resumed.data.tags[names.TAG_ITERATION] == str(target)
         assert set(steps_of(mlflow, run_id, "team_return_sum_mean")) == set(range(1, target + 1))
         env_steps = dict(tracking.metric_history(mlflow, run_id)["env_steps"])
         assert env_steps[target] >= target * BATCH  # counters came back with the checkpoint
@@ -361,14 +362,14 @@ def test_the_autoscaler_adds_worker_nodes_for_a_job_and_removes_them_when_idle(t
             # store is fine: in place, the job shares this machine's disk.
             experiment = tiny_experiment("mn_autoscale", tmp_path / "runs", iterations=1)
             experiment["tracking"] = {"checkpoint_every": 0, "log_artifacts": False}
-            plan = jobs.submit(
+            plan = lifecycle.submit(
                 ["train", str(write_config(tmp_path, experiment))],
                 address=cluster.address,
                 project_dir=ROOT,
                 env={},
             )
             summary = wait_job(cluster.address, plan.submission_id)
-            assert summary.status == "SUCCEEDED", jobs.logs(plan.submission_id, cluster.address)
+            assert summary.status == "SUCCEEDED", lifecycle.logs(plan.submission_id, cluster.address)
 
             launched = [n for n in cluster.nodes() if not n.is_head_node]
             assert len(launched) == 2

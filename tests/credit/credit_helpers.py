@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -30,6 +34,24 @@ def tiny(algo: str, env: str = "matrix_game", *, kwargs: dict | None = None, **s
     for key, value in sections.items():
         data[key] = {**data.get(key, {}), **value}
     return data
+
+
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+
+
+def load_benchmark(name: str) -> ModuleType:
+    """``benchmarks/<name>.py`` as a module, registered in ``sys.modules`` (its dataclasses look
+    their module up there); :func:`unload_benchmark` takes it out again."""
+    spec = importlib.util.spec_from_file_location(f"{name}_benchmark", BENCHMARKS / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def unload_benchmark(module: ModuleType) -> None:
+    sys.modules.pop(module.__name__, None)
 
 
 def trainer(data: dict) -> InProcessTrainer:

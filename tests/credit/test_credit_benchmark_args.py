@@ -2,26 +2,19 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 
 import pytest
-
-SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "credit.py"
+from credit_helpers import load_benchmark, unload_benchmark
 
 
 @pytest.fixture(scope="module")
 def credit() -> Iterator[ModuleType]:
-    spec = importlib.util.spec_from_file_location("credit_benchmark", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up there
-    spec.loader.exec_module(module)
+    module = load_benchmark("credit")
     yield module
-    del sys.modules[spec.name]
+    unload_benchmark(module)
 
 
 @pytest.mark.parametrize(
@@ -53,3 +46,68 @@ def test_improvement_over_ippo_is_the_share_of_run_pairs_won(credit: ModuleType)
     assert out["coma"][0] == pytest.approx(0.5)
     assert out["coma"][1] < 0.5 < out["coma"][2]  # cannot tell them apart
     assert out["lemon"] == pytest.approx([1.0, 1.0, 1.0])
+
+
+def fake_run(train_s: float, cpu_s: float, executions: float = 0.0, invalid: float = 0.0) -> dict:
+    return {
+        "train_s": train_s,
+        "train_cpu_s": cpu_s,
+        "cost": {
+            "executions": executions,
+            "seconds": 1.0,
+            "nodes_run": 6.0,
+            "episodes": 10.0,
+            "invalid_final": invalid,
+        },
+    }
+
+
+def test_replay_cost_compares_lemon_with_its_replay_free_runs(credit: ModuleType) -> None:
+    lemon = [fake_run(12.0, 10.0, executions=20.0, invalid=1.0), fake_run(13.0, 12.0, executions=10.0)]
+    replay_free = [fake_run(10.0, 9.0), fake_run(10.0, 11.0)]
+    cost = credit.replay_cost(lemon, replay_free)
+    assert cost["wall_time_overhead_pct"] == pytest.approx(25.0)  # 25 s against 20 s
+    assert cost["cpu_time_overhead_pct"] == pytest.approx(10.0)  # 22 s against 20 s
+    assert cost["extra_executions_per_episode"] == pytest.approx(30.0 / 20.0)
+    assert cost["invalid_final_per_episode"] == pytest.approx(1.0 / 20.0)
+    assert cost["nodes_rerun_per_execution"] == pytest.approx(12.0 / 30.0)
+    assert cost["replay_share_pct"] == pytest.approx(100.0 * 2.0 / 23.0)
+    alone = credit.replay_cost(lemon, [])
+    assert alone["wall_time_overhead_pct"] is None and alone["extra_executions_per_episode"] == 1.5
+    assert credit.replay_cost([], replay_free) == {}
+
+
+def test_printed_report_has_exactly_the_five_keys_per_env_and_algorithm(credit: ModuleType) -> None:
+    details = {
+        env: {
+            "final_iqm": {"ippo": 0.4, "lemon": 0.8},
+            "ci95": {"ippo": [0.3, 0.5], "lemon": [0.7, 0.9]},
+            "steps_to_0_8": {"ippo": None, "lemon": 6000},
+            "p_improvement_vs_ippo": {"lemon": [1.0, 1.0, 1.0]},
+            "replay_cost": {"wall_time_overhead_pct": 20.0},
+            "curves": {},
+        }
+        for env in ("orchestration_l2", "orchestration_l3")
+    }
+    out = credit.report(details)
+    assert list(out) == ["final_iqm", "ci95", "steps_to_0_8", "p_improvement_vs_ippo", "replay_cost"]
+    assert out["final_iqm"]["orchestration_l3"]["lemon"] == 0.8
+    assert out["replay_cost"]["orchestration_l2"] == {"wall_time_overhead_pct": 20.0}
+
+
+def test_the_replay_free_reference_is_lemon_with_gae(credit: ModuleType) -> None:
+    bench = credit.benches(quick=False)["orchestration_l4"]
+    assert bench.kwargs["level"] == 4 and bench.default
+    assert credit.experiment(bench, "lemon_gae", 0)["algorithm"] == {"name": "lemon", "advantage": "gae"}
+    assert credit.experiment(bench, "coma_cv", 0)["algorithm"]["name"] == "coma_cv"
+    quick = credit.benches(quick=True)
+    assert [n for n, b in quick.items() if b.default] == ["orchestration_l2"]
+
+
+def test_lemon_uncentred_is_lemon_without_centring_and_opt_in(credit: ModuleType) -> None:
+    bench = credit.benches(quick=False)["orchestration_l3"]
+    assert credit.experiment(bench, "lemon_uncentred", 0)["algorithm"] == {
+        "name": "lemon",
+        "center_delta": False,
+    }
+    assert "lemon_uncentred" not in credit.ALGORITHMS  # not in the default set

@@ -1,25 +1,29 @@
-"""COMA's advantage and critic targets on hand-made batches with closed-form answers."""
+"""COMA's advantage, its Q heads, its cross-fitted baseline scale (coma_cv) and critic targets on
+hand-made batches with closed-form answers."""
 
 from __future__ import annotations
 
 import itertools
 
 import numpy as np
+import pytest
 import torch
 
 from orchestrl.algorithms.coma.advantage import (
     ComaAdvantage,
     center_per_agent,
     coma_advantages,
-    fitted_baseline_scale,
+    control_variate_scale,
     policy_probs,
 )
-from orchestrl.algorithms.coma.module import Q_VALUES, taken_q
-from orchestrl.algorithms.counterfactual import AGENT_INDEX, TEAM_REWARD, team_value_targets
+from orchestrl.algorithms.coma.module import Q_VALUES, QHead
+from orchestrl.algorithms.credit.advantage import team_value_targets
+from orchestrl.algorithms.joint_columns import AGENT_INDEX, TEAM_REWARD
 from orchestrl.envs.matrix import CLIMBING_GAME
 
 R = np.asarray(CLIMBING_GAME)
 PI = [np.array([0.5, 0.3, 0.2]), np.array([0.1, 0.6, 0.3])]
+DISCRETE_3 = QHead.of([3], "factorised")
 
 
 def test_coma_advantage_matches_the_closed_form_on_the_matrix_game() -> None:
@@ -28,7 +32,7 @@ def test_coma_advantage_matches_the_closed_form_on_the_matrix_game() -> None:
     for a0, a1 in itertools.product(range(3), range(3)):
         q = torch.tensor(np.stack([R[:, a1], R[a0, :]]), dtype=torch.float32)
         probs = torch.tensor(np.stack(PI), dtype=torch.float32)
-        adv, q_taken = coma_advantages(q, probs, torch.tensor([a0, a1]), [3])
+        adv, q_taken = coma_advantages(q, probs, torch.tensor([a0, a1]), DISCRETE_3)
         expected_0 = R[a0, a1] - sum(PI[0][b] * R[b, a1] for b in range(3))
         expected_1 = R[a0, a1] - sum(PI[1][b] * R[a0, b] for b in range(3))
         np.testing.assert_allclose(adv.numpy(), [expected_0, expected_1], atol=1e-5)
@@ -40,26 +44,62 @@ def test_counterfactual_baseline_has_zero_mean_under_the_agents_policy() -> None
     q = torch.tensor(rng.normal(size=(1, 5)), dtype=torch.float32).repeat(5, 1)
     logits = torch.tensor(rng.normal(size=(1, 5)), dtype=torch.float32).repeat(5, 1)
     probs = policy_probs(logits, [5])
-    adv, _ = coma_advantages(q, probs, torch.arange(5), [5])
+    adv, _ = coma_advantages(q, probs, torch.arange(5), QHead.of([5], "paired"))
     assert abs(float((probs[0] * adv).sum())) < 1e-5  # E_{u_i ~ pi_i}[A_i] = 0
 
 
-def test_factorised_baseline_equals_marginalising_every_joint_own_action() -> None:
+@pytest.mark.parametrize("kind", ["factorised", "paired", "joint"])
+def test_baseline_equals_marginalising_every_joint_own_action(kind: str) -> None:
     lens = [3, 2, 4]
+    head = QHead.of(lens, kind)
     rng = np.random.default_rng(1)
-    q = torch.tensor(rng.normal(size=(1, sum(lens))), dtype=torch.float32)
+    q = torch.tensor(rng.normal(size=(1, head.size)), dtype=torch.float32)
     probs = policy_probs(torch.tensor(rng.normal(size=(1, sum(lens))), dtype=torch.float32), lens)
-    action = torch.tensor([[2, 0, 3]])
-    adv, q_taken = coma_advantages(q, probs, action, lens)
-    q_parts = torch.split(q[0], lens)
     p_parts = torch.split(probs[0], lens)
-    baseline = 0.0
+    baseline = 0.0  # sum over all 24 joint own actions of pi(u) Q(u), Q read one action at a time
     for joint in itertools.product(*(range(n) for n in lens)):
         p = np.prod([float(p_parts[k][a]) for k, a in enumerate(joint)])
-        baseline += p * sum(float(q_parts[k][a]) for k, a in enumerate(joint))
-    taken = sum(float(q_parts[k][a]) for k, a in enumerate([2, 0, 3]))
-    np.testing.assert_allclose(float(q_taken[0]), taken, atol=1e-5)
-    np.testing.assert_allclose(float(adv[0]), taken - baseline, atol=1e-5)
+        baseline += p * float(head.taken(q, torch.tensor([joint]))[0])
+    adv, q_taken = coma_advantages(q, probs, torch.tensor([[2, 0, 3]]), head)
+    np.testing.assert_allclose(float(adv[0]), float(q_taken[0]) - baseline, atol=1e-5)
+
+
+def test_each_head_reads_its_groups_slots() -> None:
+    q = torch.arange(40, dtype=torch.float32).reshape(1, 40)
+    action = torch.tensor([[1, 0, 3]])  # lens [2, 3, 4]
+    factorised = QHead.of([2, 3, 4], "factorised")  # blocks of 2, 3, 4
+    assert factorised.size == 9 and float(factorised.taken(q[:, :9], action)[0]) == 1.0 + 2.0 + 8.0
+    paired = QHead.of([2, 3, 4], "paired")  # the 9 factorised slots, (u0, u1): 6, (u0, u2): 8
+    assert paired.groups == ((0,), (1,), (2,), (0, 1), (0, 2)) and paired.size == 23
+    assert paired.interaction_slots == slice(9, 23)
+    assert float(paired.taken(q[:, :23], action)[0]) == 1 + 2 + 8 + 9 + (1 * 3 + 0) + 15 + (1 * 4 + 3)
+    joint = QHead.of([2, 3, 4], "joint")
+    assert joint.size == 24 and float(joint.taken(q[:, :24], action)[0]) == 1 * 12 + 0 * 4 + 3
+    assert joint.interaction_slots == slice(0, 0)
+    assert QHead.of([5], "paired").groups == QHead.of([5], "joint").groups == ((0,),)
+
+
+def fit_residual(head: QHead, target: np.ndarray) -> float:
+    """The least-squares error of the best Q this head can output for ``target`` (one value per
+    joint own action): Q(u) = sum of head slots, so Q = X w with X[u, slot] = 1 where u reads it."""
+    actions = torch.tensor(list(itertools.product(*(range(n) for n in head.logit_lens))))
+    basis = torch.eye(head.size)
+    design = np.stack(
+        [head.taken(basis[j : j + 1].repeat(len(actions), 1), actions).numpy() for j in range(head.size)], 1
+    )
+    w, *_ = np.linalg.lstsq(design, target.reshape(-1), rcond=None)
+    return float(np.abs(design @ w - target.reshape(-1)).max())
+
+
+def test_paired_head_prices_a_duty_whose_meaning_depends_on_the_role() -> None:
+    """Orchestration-like: (role, duty, capacity) where duty 1 is good for role 1 and bad for role 2
+    (the same index names a different duty per role), role 0 (idle) makes duty and capacity moot."""
+    q = np.zeros((3, 2, 2))
+    q[1, 1], q[2, 1] = 1.0, -1.0
+    q[1:, :, 1] += 0.5  # capacity helps an active agent alike
+    assert fit_residual(QHead.of([3, 2, 2], "factorised"), q) > 0.3
+    assert fit_residual(QHead.of([3, 2, 2], "paired"), q) < 1e-5
+    assert fit_residual(QHead.of([3, 2, 2], "joint"), q) < 1e-5
 
 
 def test_masked_actions_get_no_probability_in_the_baseline() -> None:
@@ -67,13 +107,8 @@ def test_masked_actions_get_no_probability_in_the_baseline() -> None:
     probs = policy_probs(logits, [3])
     np.testing.assert_allclose(probs.numpy(), [[0.5, 0.0, 0.5]], atol=1e-6)
     q = torch.tensor([[1.0, 100.0, 3.0]])
-    adv, _ = coma_advantages(q, probs, torch.tensor([0]), [3])
+    adv, _ = coma_advantages(q, probs, torch.tensor([0]), DISCRETE_3)
     np.testing.assert_allclose(adv.numpy(), [1.0 - 2.0], atol=1e-5)
-
-
-def test_taken_q_reads_one_slot_per_component() -> None:
-    q = torch.arange(9, dtype=torch.float32).reshape(1, 9)
-    assert float(taken_q(q, torch.tensor([[1, 0, 3]]), [2, 3, 4])[0]) == 1.0 + 2.0 + 8.0
 
 
 def test_td_lambda_targets_follow_the_recursive_definition() -> None:
@@ -111,7 +146,7 @@ def test_td_lambda_bootstraps_a_cut_chunk_from_the_artificial_step() -> None:
 class FakeQModule:
     """The two critic calls ComaAdvantage makes, answered from the batch (an exact critic)."""
 
-    logit_lens = (3,)
+    q_head = DISCRETE_3
 
     def compute_q(self, batch: dict) -> torch.Tensor:
         return batch["q"]
@@ -171,63 +206,95 @@ def test_per_agent_centring_removes_each_agents_critic_offset() -> None:
     np.testing.assert_allclose(center_per_agent(shifted, agent_index, mask)[mask], signal[mask])
 
 
-def test_coma_piece_centres_per_agent_when_asked() -> None:
-    piece = ComaAdvantage(
-        gamma=0.99, lambda_=0.95, agents=["agent_0", "agent_1"], q_source="lambda_return", center=True
-    )
-    batch, mask = one_step_batch(0, 1)
-    batch["q"] = torch.full_like(batch["q"], -50.0)  # without centring every advantage is ~ +50
-    adv, _, _ = piece.module_advantages(FakeQModule(), batch, mask)
-    np.testing.assert_allclose(adv[mask], [0.0, 0.0], atol=1e-6)
-
-
-def test_fitted_baseline_scale_is_the_control_variate_coefficient_per_agent() -> None:
-    rng = np.random.default_rng(0)
-    n = 20_000
-    b0, b1, noise = rng.normal(size=(3, n))
-    q = np.concatenate([0.5 * b0 + noise, noise])  # agent 0's baseline half tracks Q, agent 1's not
-    baseline = np.concatenate([b0, b1])
-    agent_index = np.repeat([0, 1], n)
-    mask = np.ones(2 * n, dtype=bool)
-    scale = fitted_baseline_scale(q, baseline, agent_index, mask)
-    assert abs(scale[0] - 0.5) < 0.02 and scale[n] < 0.02
-    for i in (0, 1):  # never noisier than no baseline or COMA's whole baseline
-        rows = agent_index == i
-        scaled = np.var(q[rows] - scale[rows] * baseline[rows])
-        assert scaled <= min(np.var(q[rows]), np.var(q[rows] - baseline[rows])) + 1e-9
-
-
-def test_fitted_baseline_scale_is_clipped_and_ignores_masked_rows() -> None:
-    b = np.array([1.0, -1.0, 2.0, -2.0, 100.0])
-    mask = np.array([True, True, True, True, False])  # the artificial step must not count
-    agent_index = np.zeros(5, dtype=int)
-    np.testing.assert_allclose(fitted_baseline_scale(3.0 * b, b, agent_index, mask), 1.0)  # c* = 3
-    np.testing.assert_allclose(fitted_baseline_scale(-b, b, agent_index, mask), 0.0)  # c* = -1
-    np.testing.assert_allclose(fitted_baseline_scale(b, np.ones(5), agent_index, mask), 0.0)  # Var(b) = 0
-
-
-def test_coma_piece_subtracts_the_fitted_share_of_the_baseline() -> None:
-    piece = ComaAdvantage(
-        gamma=0.99,
-        lambda_=0.95,
-        agents=["agent_0", "agent_1"],
-        normalize=False,
-        q_source="lambda_return",
-        fit_baseline_scale=True,
-    )
+def all_steps_batch() -> tuple[dict, np.ndarray]:
+    """The nine one-step climbing-game episodes (every joint action), both agents' rows."""
     steps = [one_step_batch(a0, a1) for a0, a1 in itertools.product(range(3), range(3))]
     batch = {key: np.concatenate([np.asarray(b[key]) for b, _ in steps]) for key in steps[0][0]}
     batch = {
         key: torch.as_tensor(v) if key in ("q", "actions", "action_dist_inputs") else v
         for key, v in batch.items()
     }
-    mask = np.concatenate([m for _, m in steps])
-    adv, targets, stats = piece.module_advantages(FakeQModule(), batch, mask)
+    return batch, np.concatenate([m for _, m in steps])
+
+
+def test_coma_piece_centres_per_agent_not_over_the_batch() -> None:
+    """A critic off by a different constant for each agent shifts that agent's baseline, so (with
+    the sampled return as Q) all of its advantages. Per-agent centring removes each agent's own mean;
+    global centring would leave agent 0 about -40 and agent 1 about +40."""
+    piece = ComaAdvantage(
+        gamma=0.99,
+        lambda_=0.95,
+        agents=["agent_0", "agent_1"],
+        normalize=False,
+        center=True,
+        q_source="lambda_return",
+    )
+    batch, mask = all_steps_batch()
+    agent = batch[AGENT_INDEX]
+    offset = np.where(agent == 0, 50.0, -30.0)
+    batch["q"] = batch["q"] + torch.as_tensor(offset, dtype=torch.float32)[:, None]
+    adv, targets, _ = piece.module_advantages(FakeQModule(), batch, mask)
     probs = np.stack([PI[0], PI[0], PI[1], PI[1]] * 9)
-    baseline = (probs * batch["q"].numpy()).sum(axis=1)  # sum_a' pi_i(a') Q(s, (u_-i, a'))
+    uncentred = targets - (probs * batch["q"].numpy()).sum(axis=1)  # G - b_i
     for i in (0, 1):
-        rows = mask & (batch[AGENT_INDEX] == i)
-        c = np.cov(targets[rows], baseline[rows], bias=True)[0, 1] / np.var(baseline[rows])
-        assert 0.0 < c < 1.0
-        np.testing.assert_allclose(adv[rows], targets[rows] - c * baseline[rows], rtol=1e-4, atol=1e-4)
-    assert 0.0 < stats["credit/baseline_scale"] < 1.0
+        rows = mask & (agent == i)
+        np.testing.assert_allclose(adv[rows], uncentred[rows] - uncentred[rows].mean(), atol=1e-4)
+    globally = uncentred[mask] - uncentred[mask].mean()
+    assert np.abs(globally - adv[mask]).min() > 30.0  # the batch tells the two apart
+
+
+def test_control_variate_scale_is_the_variance_minimising_coefficient_per_agent() -> None:
+    rng = np.random.default_rng(0)
+    n = 20_000
+    b0, b1, noise = rng.normal(size=(3, n))
+    q = np.concatenate([0.5 * b0 + noise, noise])  # agent 0's baseline half tracks Q, agent 1's not
+    baseline = np.concatenate([b0, b1])
+    agent_index = np.repeat([0, 1], n)
+    scale = control_variate_scale(q, baseline, agent_index, np.ones(2 * n, dtype=bool))
+    assert abs(scale[0] - 0.5) < 0.02 and scale[1] < 0.02
+    for i in (0, 1):  # never noisier than no baseline or COMA's whole baseline
+        rows = agent_index == i
+        scaled = np.var(q[rows] - scale[i] * baseline[rows])
+        assert scaled <= min(np.var(q[rows]), np.var(q[rows] - baseline[rows])) + 1e-9
+
+
+def test_control_variate_scale_is_clipped_and_ignores_masked_rows() -> None:
+    b = np.array([1.0, -1.0, 2.0, -2.0, 100.0])
+    mask = np.array([True, True, True, True, False])  # the artificial step must not count
+    agent_index = np.zeros(5, dtype=int)
+    assert control_variate_scale(3.0 * b, b, agent_index, mask) == {0: 1.0}  # c* = 3
+    assert control_variate_scale(-b, b, agent_index, mask) == {0: 0.0}  # c* = -1
+    assert control_variate_scale(b, np.ones(5), agent_index, mask) == {}  # Var(b) = 0: no fit
+
+
+def test_coma_cv_scales_the_baseline_by_the_previous_batchs_coefficient() -> None:
+    """Cross-fitting: the first batch uses COMA's whole baseline (c = 1); the second uses the c
+    fitted on the first, not its own."""
+    piece = ComaAdvantage(
+        gamma=0.99,
+        lambda_=0.95,
+        agents=["agent_0", "agent_1"],
+        normalize=False,
+        q_source="lambda_return",
+        cross_fit_scale=True,
+    )
+    first, mask = all_steps_batch()
+    second, _ = all_steps_batch()
+    second["q"] = second["q"] * torch.linspace(0.5, 1.5, len(mask))[:, None]  # another critic
+    probs = np.stack([PI[0], PI[0], PI[1], PI[1]] * 9)
+    agent = first[AGENT_INDEX]
+
+    def baseline(batch: dict) -> np.ndarray:  # sum_a' pi_i(a') Q(s, (u_-i, a'))
+        return (probs * batch["q"].numpy()).sum(axis=1)
+
+    adv, targets, stats = piece.module_advantages(FakeQModule(), first, mask)
+    np.testing.assert_allclose(adv[mask], (targets - baseline(first))[mask], rtol=1e-4, atol=1e-4)
+    assert stats["credit/baseline_scale"] == 1.0
+    fitted = control_variate_scale(targets, baseline(first), agent, mask)
+    assert all(0.0 < c < 1.0 for c in fitted.values()) and len(fitted) == 2
+    own = control_variate_scale(targets, baseline(second), agent, mask)
+    assert all(abs(own[i] - fitted[i]) > 0.01 for i in (0, 1))  # in-sample would differ
+    adv, targets, stats = piece.module_advantages(FakeQModule(), second, mask)
+    c = np.where(agent == 0, fitted[0], fitted[1])
+    np.testing.assert_allclose(adv[mask], (targets - c * baseline(second))[mask], rtol=1e-4, atol=1e-4)
+    assert piece.get_state()["baseline_scale"] == [[0, pytest.approx(own[0])], [1, pytest.approx(own[1])]]

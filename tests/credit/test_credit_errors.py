@@ -10,7 +10,7 @@ import pytest
 from credit_helpers import tiny
 from ray.rllib.env.multi_agent_episode import MultiAgentEpisode
 
-from orchestrl.algorithms.counterfactual import AddCreditColumns
+from orchestrl.algorithms.joint_columns import AddJointColumns
 from orchestrl.algorithms.lemon.replay import ReplayCallbacks
 from orchestrl.envs.spaces import NotSimultaneousError
 from orchestrl.experiment.builder import build_ppo_config
@@ -46,10 +46,11 @@ def test_agents_that_skip_steps_are_rejected_with_a_clear_error() -> None:
         rewards={"agent_0": 1.0, "agent_1": 1.0},
         terminateds={"__all__": True},
     )
-    piece = AddCreditColumns(
+    piece = AddJointColumns(
         agents=["agent_0", "agent_1"],
         horizon=2,
         action_spaces=dict.fromkeys(["agent_0", "agent_1"], gym.spaces.Discrete(2)),
+        with_team=True,
     )
     with pytest.raises(NotSimultaneousError, match="every agent to act at every env step"):
         piece(rl_module=None, batch={}, episodes=[episode], shared_data={})
@@ -67,6 +68,9 @@ def test_runner_refuses_an_env_without_the_protocol() -> None:
     [
         ({"name": "coma", "td_lamda": 0.5}, "algorithm.td_lamda: unknown key"),
         ({"name": "coma", "advantage": "replay"}, "algorithm.advantage"),
+        ({"name": "coma", "q_head": "tree"}, "algorithm.q_head"),
+        ({"name": "coma", "fit_baseline_scale": True}, "algorithm.fit_baseline_scale: unknown key"),
+        ({"name": "coma_cv", "cross_fit_scale": False}, "algorithm.cross_fit_scale: unknown key"),
         ({"name": "lemon", "mix": 1.5}, "algorithm.mix"),
         ({"name": "lemon", "edit_families": ["swap_everything"]}, "algorithm.edit_families.0"),
         ({"name": "lemon", "family_floor": 0.5}, "algorithm.family_floor"),

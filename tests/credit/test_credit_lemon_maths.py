@@ -1,4 +1,5 @@
-"""LEMON's deltas, advantage mixing and edit-family sampling, with closed-form answers."""
+"""LEMON's deltas, their centring per agent and edit family, advantage mixing and edit-family
+sampling, with closed-form answers."""
 
 from __future__ import annotations
 
@@ -7,16 +8,28 @@ import itertools
 import numpy as np
 import pytest
 
-from orchestrl.algorithms.lemon.advantage import lemon_advantages
+from orchestrl.algorithms.credit.advantage import standardize
+from orchestrl.algorithms.joint_columns import AGENT_INDEX, CF_DELTA, CF_FAMILY, TEAM_REWARD
+from orchestrl.algorithms.lemon.advantage import DeltaBaseline, ReplayAdvantage, lemon_advantages
 from orchestrl.algorithms.lemon.replay import FamilySampler, alternative_action, family_probabilities
-from orchestrl.envs.counterfactual import CounterfactualEnv, Edit, EditFamily, EditNotApplicable
+from orchestrl.envs.counterfactual import (
+    EDIT_FAMILIES,
+    Edit,
+    EditFamily,
+    EditNotApplicable,
+)
 from orchestrl.envs.matrix import CLIMBING_GAME, MatrixGameEnv
 
 R = np.asarray(CLIMBING_GAME)
 
 
-def test_matrix_env_implements_the_counterfactual_protocol() -> None:
-    assert isinstance(MatrixGameEnv(), CounterfactualEnv)
+def test_matrix_env_has_no_spec_to_replay_before_an_episode_ends() -> None:
+    env = MatrixGameEnv()
+    assert env.counterfactual_spec() is None
+    env.reset()
+    assert env.counterfactual_spec() is None  # a reset alone finishes nothing
+    env.step({"agent_0": 2, "agent_1": 1})
+    assert env.counterfactual_spec() == {"agent_0": 2, "agent_1": 1}
 
 
 def test_matrix_env_counterfactual_reads_the_edited_cell() -> None:
@@ -60,24 +73,105 @@ def test_difference_reward_of_the_base_edit_has_the_closed_form() -> None:
     assert (delta_0, delta_1) == (11.0 - 0.0, 11.0 - 0.0)
 
 
-def test_mix_zero_is_team_gae_and_mix_one_is_the_scaled_delta() -> None:
+def test_mix_zero_is_team_gae_and_mix_one_is_the_scaled_centred_delta() -> None:
     gae = np.array([0.5, -1.0, 0.2, 1.0], dtype=np.float32)
-    delta = np.array([2.0, -6.0, 0.0, 4.0], dtype=np.float32)
+    delta = np.array([3.0, -5.0, 1.0, 4.0], dtype=np.float32)
+    baseline = np.array([1.0, 1.0, 1.0, 9.0], dtype=np.float32)
     has = np.array([True, True, True, False])
-    np.testing.assert_allclose(lemon_advantages(gae, delta, has, 0.0), gae)
-    scale = (2.0 + 6.0 + 0.0) / 3.0
+    np.testing.assert_allclose(lemon_advantages(gae, delta, has, baseline, 0.0), gae)
+    scale = (2.0 + 6.0 + 0.0) / 3.0  # mean |delta - b| over the rows with a replay
     np.testing.assert_allclose(
-        lemon_advantages(gae, delta, has, 1.0), [2 / scale, -6 / scale, 0.0, 1.0], rtol=1e-6
+        lemon_advantages(gae, delta, has, baseline, 1.0), [2 / scale, -6 / scale, 0.0, 1.0], rtol=1e-6
     )
-    half = lemon_advantages(gae, delta, has, 0.5)
-    np.testing.assert_allclose(half[:3], 0.5 * gae[:3] + 0.5 * delta[:3] / scale, rtol=1e-6)
+    half = lemon_advantages(gae, delta, has, baseline, 0.5)
+    np.testing.assert_allclose(half[:3], 0.5 * gae[:3] + 0.5 * (delta - baseline)[:3] / scale, rtol=1e-6)
     assert half[3] == gae[3]  # a row without a replay keeps its team advantage
 
 
-def test_a_zero_delta_pulls_the_advantage_to_zero_and_signs_are_kept() -> None:
+def test_a_delta_at_its_baseline_pulls_the_advantage_to_zero_and_signs_are_kept() -> None:
     gae = np.zeros(3, dtype=np.float32)
-    out = lemon_advantages(gae, np.array([3.0, -3.0, 0.0], np.float32), np.ones(3, bool), 1.0)
+    delta = np.array([4.0, -2.0, 1.0], np.float32)
+    out = lemon_advantages(gae, delta, np.ones(3, bool), np.ones(3, np.float32), 1.0)
     assert out[0] > 0 > out[1] and out[2] == 0
+
+
+def test_delta_baseline_is_a_running_mean_per_agent_and_family_from_earlier_batches() -> None:
+    agent = np.array([0, 0, 0, 1, 1])
+    family = np.array([1, 1, 3, 1, 1])
+    has = np.array([True, True, True, True, False])  # the last row has no replay
+    baseline = DeltaBaseline(decay=0.5)
+    np.testing.assert_array_equal(baseline.rows(agent, family), 0.0)  # nothing seen yet
+    baseline.update(np.array([1.0, 3.0, -2.0, 10.0, 99.0]), agent, family, has)
+    assert baseline.means == {(0, 1): 2.0, (0, 3): -2.0, (1, 1): 10.0}  # the first batch sets them
+    baseline.update(np.array([4.0, 4.0, 0.0, 0.0, 0.0]), agent, family, np.array([1, 1, 0, 1, 0], bool))
+    assert baseline.means == {(0, 1): 3.0, (0, 3): -2.0, (1, 1): 5.0}  # (0, 3) not in this batch
+    np.testing.assert_array_equal(baseline.rows(agent, family), [3.0, 3.0, -2.0, 5.0, 5.0])
+    restored = DeltaBaseline(decay=0.5)
+    restored.set_state(baseline.get_state())
+    assert restored.means == baseline.means
+
+
+class ZeroValues:
+    """A critic that predicts 0 (the team GAE term is then the standardised team return)."""
+
+    def compute_values(self, batch: dict) -> np.ndarray:
+        return np.zeros(len(batch[TEAM_REWARD]), dtype=np.float32)
+
+
+def replay_batch(delta_0: float, delta_1: list[float]) -> tuple[dict, np.ndarray]:
+    """Four one-step episodes: agent 0's drop-edge delta is ``delta_0`` each time (an edit that
+    always breaks the pipeline), agent 1's alternative deltas are ``delta_1``; each row followed
+    by the artificial bootstrap step."""
+    n = len(delta_1)
+    drop, alternative = EDIT_FAMILIES.index(EditFamily.DROP_EDGE), EDIT_FAMILIES.index(EditFamily.ALTERNATIVE)
+    rows = [(0, delta_0, drop)] * n + [(1, d, alternative) for d in delta_1]
+    batch: dict = {AGENT_INDEX: [], CF_DELTA: [], CF_FAMILY: [], TEAM_REWARD: [], "terminateds": []}
+    for i, d, f in rows:
+        for real in (True, False):
+            batch[AGENT_INDEX].append(i)
+            batch[CF_DELTA].append(d if real else np.nan)
+            batch[CF_FAMILY].append(f if real else -1)
+            batch[TEAM_REWARD].append(1.0 if real else 0.0)
+            batch["terminateds"].append(float(real))
+    batch = {k: np.asarray(v) for k, v in batch.items()}
+    batch["truncateds"] = np.zeros(len(batch[AGENT_INDEX]), np.float32)
+    return batch, np.tile([True, False], len(rows))
+
+
+def test_replay_piece_centres_each_agent_and_family_with_the_earlier_batches_mean() -> None:
+    """Agent 0's drop-edge delta is +2 whatever it did; agent 1's alternative delta is +-1 around 0.
+    After one batch the piece centres agent 0's to 0 and leaves agent 1's: per agent and family.
+    Centring over the whole batch (mean 1) would leave +1 on agent 0 and shift agent 1's to 0 / -2."""
+    piece = ReplayAdvantage(
+        gamma=0.99, lambda_=0.95, agents=["agent_0", "agent_1"], mix=1.0, baseline_decay=0.9
+    )
+    batch, mask = replay_batch(2.0, [1.0, -1.0, 1.0, -1.0])
+    first, _, stats = piece.module_advantages(ZeroValues(), batch, mask)
+    scale = np.abs(batch[CF_DELTA][mask]).mean()  # nothing seen before: uncentred
+    np.testing.assert_allclose(first[mask], batch[CF_DELTA][mask] / scale, rtol=1e-6)
+    second, _, stats = piece.module_advantages(ZeroValues(), batch, mask)
+    np.testing.assert_allclose(second[mask][:4], 0.0, atol=1e-6)  # agent 0: at its family's mean
+    np.testing.assert_allclose(second[mask][4:], [2.0, -2.0, 2.0, -2.0], rtol=1e-6)  # / mean |d| = 0.5
+    assert stats["credit/agent_0_drop_edge_delta_baseline"] == 2.0
+    assert stats["credit/agent_1_alternative_delta_baseline"] == 0.0
+    assert piece.get_state()["delta_baseline"] == [[0, 1, 2.0], [1, 3, 0.0]]
+    uncentred = ReplayAdvantage(
+        gamma=0.99, lambda_=0.95, agents=["agent_0", "agent_1"], mix=1.0, center=False
+    )
+    uncentred.set_state(piece.get_state())
+    again, _, _ = uncentred.module_advantages(ZeroValues(), batch, mask)
+    np.testing.assert_allclose(again[mask], first[mask], rtol=1e-6)  # LEMON's delta, as on batch 1
+
+
+def test_replay_piece_keeps_team_gae_on_rows_without_a_delta() -> None:
+    piece = ReplayAdvantage(gamma=0.99, lambda_=0.95, agents=["agent_0", "agent_1"], mix=0.5)
+    batch, mask = replay_batch(2.0, [1.0, -1.0, 1.0, -1.0])
+    batch[TEAM_REWARD] = np.arange(len(mask), dtype=np.float32)
+    batch[CF_DELTA][0] = np.nan  # agent 0's first row: no replay
+    advantages, _, _ = piece.module_advantages(ZeroValues(), batch, mask)
+    gae = standardize(np.where(mask, batch[TEAM_REWARD], 0.0).astype(np.float32), mask)
+    assert advantages[0] == pytest.approx(gae[0])
+    assert advantages[2] != pytest.approx(gae[2])
 
 
 def test_family_probabilities_keep_the_floor_and_follow_recent_delta() -> None:

@@ -8,9 +8,14 @@ import copy
 import numpy as np
 import pytest
 from credit_helpers import ONE_AGENT_MATTERS, tiny, trainer
+from ray.rllib.connectors.connector_pipeline_v2 import ConnectorPipelineV2
+from ray.rllib.connectors.learner import GeneralAdvantageEstimation
 
 from orchestrl.algorithms.actor_critic import GLOBAL_STATE
-from orchestrl.algorithms.counterfactual import (
+from orchestrl.algorithms.coma.advantage import ComaAdvantage
+from orchestrl.algorithms.credit.advantage import TeamGaeAdvantage
+from orchestrl.algorithms.credit.learner import NoAdvantagePieceError, replace_gae
+from orchestrl.algorithms.joint_columns import (
     AGENT_INDEX,
     CF_DELTA,
     CF_FAMILY,
@@ -18,6 +23,7 @@ from orchestrl.algorithms.counterfactual import (
     REPLAY_KEY,
     TEAM_REWARD,
 )
+from orchestrl.algorithms.lemon.advantage import ReplayAdvantage
 from orchestrl.envs.counterfactual import EDIT_FAMILIES, EditFamily
 from orchestrl.training.inprocess import InProcessTrainer
 
@@ -51,12 +57,21 @@ def test_runner_deltas_are_the_payoff_contrast_of_one_edit(lemon_matrix: InProce
         assert replay["agent_0"][0] == (1.0 if joint["agent_0"] == 0 else -1.0)
 
 
-def test_delta_rows_line_up_with_their_agent_whatever_the_agent_order(lemon_matrix: InProcessTrainer) -> None:
+def test_delta_rows_line_up_with_their_agent_whatever_the_agent_order(
+    lemon_matrix: InProcessTrainer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """RLlib's pieces walk an episode's agents in ``agent_ids`` order (a set: it depends on string
+    hashing). Two really different orders, forced, must give every row its own agent's delta."""
+    from ray.rllib.connectors.connector_v2 import ConnectorV2
+    from ray.rllib.env.multi_agent_episode import MultiAgentEpisode
+
     episodes = lemon_matrix.sample(40)
-    reordered = copy.deepcopy(episodes)
-    for ep in reordered:
-        ep.agent_episodes = dict(reversed(list(ep.agent_episodes.items())))
-    for eps in (episodes, reordered):
+    orders = []
+    for reverse in (False, True):
+        ordered = property(lambda ep, r=reverse: sorted(ep.agent_episodes, reverse=r))
+        monkeypatch.setattr(MultiAgentEpisode, "agent_ids", ordered)
+        eps = copy.deepcopy(episodes)  # the learner pipeline lengthens episodes in place
+        orders.append([sa.agent_id for sa in ConnectorV2.single_agent_episode_iterator(eps[:1], False)])
         batch = lemon_matrix.learner_batch(eps)["shared"]
         agent = batch[AGENT_INDEX].numpy()
         delta = batch[CF_DELTA].numpy()
@@ -68,6 +83,7 @@ def test_delta_rows_line_up_with_their_agent_whatever_the_agent_order(lemon_matr
         rows_0 = real & (agent == 0)
         np.testing.assert_array_equal(delta[rows_0], 1.0 - 2.0 * actions[rows_0])
         np.testing.assert_array_equal(batch[TEAM_REWARD].numpy()[rows_0], 1.0 - actions[rows_0])
+    assert orders[0] == list(reversed(orders[1])) and orders[0] != orders[1]  # the order really changed
 
 
 def _rows(batch: dict) -> np.ndarray:
@@ -122,7 +138,46 @@ def test_env_runner_modules_carry_no_q_critic(coma_spread: InProcessTrainer) -> 
     assert hasattr(learner_module, "target_critic")
 
 
-@pytest.mark.parametrize("algo", ["coma", "lemon"])
+RLLIB_PIECES = [
+    "AddOneTsToEpisodesAndTruncate",
+    "AddJointColumns",
+    "AddObservationsFromEpisodesToBatch",
+    "AddColumnsFromEpisodesToTrainBatch",
+    "AddTimeDimToBatchAndZeroPad",
+    "AddStatesFromEpisodesToBatch",
+    "AgentToModuleMapping",
+    "BatchIndividualItems",
+    "NumpyToTensor",
+]
+"""RLlib 2.60's PPO learner pipeline with our joint columns, GAE left out (see notes on the order)."""
+
+
+@pytest.mark.parametrize(
+    ("fixture", "piece"), [("lemon_matrix", ReplayAdvantage), ("coma_spread", ComaAdvantage)]
+)
+def test_gae_is_gone_from_the_learner_pipeline(
+    fixture: str, piece: type, request: pytest.FixtureRequest
+) -> None:
+    """By class, and by the pipeline's piece names: a renamed or added RLlib piece fails here."""
+    pipeline = request.getfixturevalue(fixture).learner._learner_connector
+    assert not any(isinstance(p, GeneralAdvantageEstimation) for p in pipeline.connectors)
+    assert [type(p).__name__ for p in pipeline.connectors] == [*RLLIB_PIECES, piece.__name__]
+    assert type(pipeline.connectors[-1]) is piece
+
+
+def test_replacing_gae_in_a_pipeline_without_it_raises_naming_the_pieces() -> None:
+    pipeline = ConnectorPipelineV2(connectors=[TeamGaeAdvantage(gamma=0.9, lambda_=0.9, agents=["a"])])
+    with pytest.raises(
+        NoAdvantagePieceError, match=r"no GeneralAdvantageEstimation .*pieces: TeamGaeAdvantage"
+    ):
+        replace_gae(pipeline, ComaAdvantage(gamma=0.9, lambda_=0.9, agents=["a"]))
+    assert len(pipeline.connectors) == 1  # nothing appended
+    pipeline = ConnectorPipelineV2(connectors=[GeneralAdvantageEstimation(gamma=0.9, lambda_=0.9)])
+    replace_gae(pipeline, ComaAdvantage(gamma=0.9, lambda_=0.9, agents=["a"]))
+    assert [type(p) for p in pipeline.connectors] == [ComaAdvantage]
+
+
+@pytest.mark.parametrize("algo", ["coma", "coma_cv", "lemon"])
 def test_short_training_without_ray_logs_per_agent_credit(algo: str) -> None:
     import ray
 
@@ -146,3 +201,7 @@ def test_short_training_without_ray_logs_per_agent_credit(algo: str) -> None:
     else:
         assert results[0]["credit/critic_warmup"] == 1.0 and last["credit/critic_warmup"] == 0.0
         assert results[0]["credit/agent_0_mean_abs_adv"] == 0.0  # actors wait for the critic
+    if algo == "coma_cv":  # COMA's whole baseline until a coefficient has been fitted
+        assert results[0]["credit/baseline_scale"] == 1.0 and 0.0 <= last["credit/baseline_scale"] <= 1.0
+    else:
+        assert "credit/baseline_scale" not in last

@@ -1,4 +1,5 @@
-"""The per-agent credit table: parsed from learner metrics, written where `orchestrl train` logs it."""
+"""The per-agent credit table: parsed from learner metrics, put into the iteration's result, written
+by the tracking layer where `orchestrl train` logs it."""
 
 from __future__ import annotations
 
@@ -8,16 +9,10 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from orchestrl.algorithms.counterfactual import (
-    CREDIT_TABLE,
-    CreditCallbacks,
-    CreditSpec,
-    TeamGaeAdvantage,
-    credit_shares,
-    credit_stats,
-    credit_table,
-    train_run_path,
-)
+from orchestrl.algorithms.credit.advantage import TeamGaeAdvantage, credit_shares, credit_stats
+from orchestrl.algorithms.credit.learner import CreditSpec
+from orchestrl.algorithms.credit.table import CREDIT_TABLE_KEY, CreditTableCallbacks, credit_table
+from orchestrl.tracking.metrics import write_credit_table
 
 LEARNERS = {
     "shared": {
@@ -48,21 +43,16 @@ def test_credit_table_has_one_row_per_agent_with_its_stats() -> None:
     ]
 
 
-def fake_algorithm(run_path: Path) -> SimpleNamespace:
+def fake_algorithm() -> SimpleNamespace:
     spec = CreditSpec(piece=TeamGaeAdvantage, agents=("agent_0", "agent_1"))
-    return SimpleNamespace(
-        _storage=SimpleNamespace(storage_fs_path=str(run_path / "ray_results")),
-        config=SimpleNamespace(learner_config_dict={"credit": spec}),
-    )
+    return SimpleNamespace(config=SimpleNamespace(learner_config_dict={"credit": spec}))
 
 
-def test_callback_writes_the_table_into_the_run_artifacts(tmp_path: Path) -> None:
-    (tmp_path / "config.yaml").write_text("name: x\n")
-    assert train_run_path(fake_algorithm(tmp_path)) == tmp_path
-    CreditCallbacks().on_train_result(
-        algorithm=fake_algorithm(tmp_path), result={"learners": LEARNERS, "training_iteration": 4}
-    )
-    with (tmp_path / "artifacts" / CREDIT_TABLE).open() as fh:
+def test_callback_puts_the_table_into_the_result_and_tracking_writes_it(tmp_path: Path) -> None:
+    result = {"learners": LEARNERS, "training_iteration": 4}
+    CreditTableCallbacks().on_train_result(algorithm=fake_algorithm(), result=result)
+    path = write_credit_table(result[CREDIT_TABLE_KEY], tmp_path / "artifacts" / "credit_table.csv")
+    with path.open() as fh:
         rows = list(csv.DictReader(fh))
     assert [r["agent"] for r in rows] == ["agent_0", "agent_1"]
     assert (
@@ -70,10 +60,10 @@ def test_callback_writes_the_table_into_the_run_artifacts(tmp_path: Path) -> Non
     )
 
 
-def test_outside_orchestrl_train_no_table_is_written(tmp_path: Path) -> None:
-    assert train_run_path(fake_algorithm(tmp_path)) is None  # no config.yaml: not a train run
-    CreditCallbacks().on_train_result(algorithm=fake_algorithm(tmp_path), result={"learners": LEARNERS})
-    assert not (tmp_path / "artifacts").exists()
+def test_no_credit_statistics_means_no_table_in_the_result() -> None:
+    result = {"learners": {"shared": {"policy_loss": 0.1}}}
+    CreditTableCallbacks().on_train_result(algorithm=fake_algorithm(), result=result)
+    assert CREDIT_TABLE_KEY not in result
 
 
 def test_credit_stats_and_shares_per_agent() -> None:

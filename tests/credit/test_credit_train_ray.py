@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 from credit_helpers import ONE_AGENT_MATTERS, expert_agreement, tiny
 
-from orchestrl.algorithms.behaviour_cloning import collect_agent_demonstrations
+from orchestrl.algorithms.behaviour_cloning import expert_demonstrations
 from orchestrl.experiment.builder import build_ppo_config
 from orchestrl.experiment.config import validate_config
-from orchestrl.tracking import runs as tracking
+from orchestrl.tracking import store as tracking
 from orchestrl.training.checkpoints import build_algorithm
 from orchestrl.training.train import train
 
@@ -63,7 +63,7 @@ def test_warm_started_actors_reach_the_remote_env_runners(ray_local: Path, tmp_p
         warm_start={"episodes": 40, "epochs": 25},
     )
     ppo = build_ppo_config(validate_config(data))
-    fresh = collect_agent_demonstrations(ppo.env_config, 10, seed=1000)
+    fresh = expert_demonstrations(ppo.env_config, 10, seed=1000)
     from ray import cloudpickle
 
     cloudpickle.register_pickle_by_value(sys.modules[__name__])  # ExpertAgreement runs remotely

@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from orchestrl.experiment.config import validate_config
-from orchestrl.tracking import runs as tracking
+from orchestrl.tracking import names
+from orchestrl.tracking import store as tracking
 from orchestrl.training.train import train
 
 pytestmark = pytest.mark.ray
@@ -84,7 +85,7 @@ def test_resume_continues_the_same_run(finished_run: tuple[Path, str]) -> None:
     assert steps == [1, 2, 3]
     env_steps = dict(tracking.metric_history(client, run_id)["env_steps"])
     assert env_steps[3] > env_steps[2]
-    assert client.get_run(run_id).data.tags[tracking.TAG_ITERATION] == "3"
+    assert client.get_run(run_id).data.tags[names.TAG_ITERATION] == "3"
 
 
 def test_resume_of_an_unknown_run_is_a_clear_error(run_dir: Path) -> None:

@@ -51,7 +51,11 @@ def test_bad_knobs_fail_validation_with_the_key(experiment, knobs: dict, message
             {"word_vectors": True},
             "algorithm.word_vectors: only the text2sql encoder reads words, not 'mlp'",
         ),
-        ("simple_speaker_listener", {"bc_epochs": 2}, "env 'simple_speaker_listener' has no expert_actions"),
+        (
+            "simple_speaker_listener",
+            {"warm_start": {"episodes": 2}},
+            "warm_start: env 'simple_speaker_listener' has no expert_actions",
+        ),
         ("text2sql", {"grow_from": "/nowhere/ckpt"}, "algorithm.grow_from: /nowhere/ckpt does not exist"),
     ],
 )

@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from orchestrl.algorithms.neuromas.algorithm import WarmStart
+from orchestrl.algorithms.behaviour_cloning import WarmStartSection
+from orchestrl.algorithms.neuromas.algorithm import NeuromasConfig, TeamWarmStart
 from orchestrl.algorithms.neuromas.growth import NODE_PARAMS, grow, load_module
 from orchestrl.algorithms.neuromas.network import NetConfig, NeuromasNet, TeamSpec
 from orchestrl.algorithms.neuromas.team_env import TEAM
@@ -105,8 +106,8 @@ def test_grow_from_a_saved_module_through_the_warm_start(
     small = team_module([2, 2])
     small.save_to_path(str(tmp_path / "small"))
     big = team_module([2, 2, 2])
-    knobs = {"grow_from": str(tmp_path / "small"), "growth_noise": 0.01, "seed": 0}
-    report = WarmStart(knobs, env_config={}).apply(big)
+    knobs = NeuromasConfig(layers=[2, 2, 2], grow_from=str(tmp_path / "small"), growth_noise=0.01)
+    report = TeamWarmStart(knobs, WarmStartSection(), env_config={}, seed=0, gamma=0.99).apply(big)
     assert report["growth"]["cloned"] == ["h3.0", "h3.1"]
     for name in ("speaker_0", "h2.1", "listener_0"):
         assert torch.equal(

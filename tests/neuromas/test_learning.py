@@ -8,23 +8,25 @@ import math
 import numpy as np
 import pytest
 import torch
+from conftest import team_demonstrations
 from ray.rllib.core.columns import Columns
 
-from orchestrl.algorithms.neuromas.algorithm import WarmStart
-from orchestrl.algorithms.neuromas.learner import KNOBS_KEY
+from orchestrl.algorithms.behaviour_cloning import configured_warm_start
 from orchestrl.algorithms.neuromas.team_env import TEAM
-from orchestrl.algorithms.neuromas.warm_start import collect_demonstrations
 from orchestrl.experiment.builder import build_ppo_config
 from orchestrl.experiment.config import validate_config
 from orchestrl.training.inprocess import InProcessTrainer
 
 
-def trainer_for(experiment, env: str, lr: float = 3e-4, **knobs) -> tuple[InProcessTrainer, dict]:
-    """An in-process trainer and the knobs its warm-start callback would get."""
+def trainer_for(experiment, env: str, lr: float = 3e-4, warm_start: dict | None = None, **knobs):
+    """An in-process trainer without a warm start, and the warm-start hook ``warm_start`` asks for
+    (run it on the trainer's learner to warm-start it)."""
     data = experiment(env, **knobs)
     data["training"]["lr"] = lr
-    ppo = build_ppo_config(validate_config(data))
-    return InProcessTrainer(ppo), dict(ppo.learner_config_dict[KNOBS_KEY])
+    hook = None
+    if warm_start:
+        hook = configured_warm_start(build_ppo_config(validate_config({**data, "warm_start": warm_start})))
+    return InProcessTrainer(build_ppo_config(validate_config(data))), hook
 
 
 def greedy_logits(module, obs) -> torch.Tensor:
@@ -33,25 +35,24 @@ def greedy_logits(module, obs) -> torch.Tensor:
 
 @pytest.mark.parametrize("messages", ["continuous", "discrete"])
 def test_behaviour_cloning_fits_the_expert_and_env_runners_act_with_it(experiment, messages: str) -> None:
-    trainer, knobs = trainer_for(
+    trainer, hook = trainer_for(
         experiment,
         "text2sql",
+        warm_start={"episodes": 192, "epochs": 6, "batch_size": 64, "lr": 3e-3},
         messages=messages,
-        bc_epochs=6,
-        bc_samples=192,
-        bc_batch_size=64,
         aux_coeff=0.1,
     )
     try:
         learner_module = trainer.learner.module[TEAM]
-        report = WarmStart(knobs, trainer.config.env_config).apply(learner_module)
+        report = hook(trainer.learner)
         losses = report["bc_loss"]
         assert len(losses) == 6 and losses[-1] < 0.7 * losses[0]
         for head in ("bc_value_loss", "bc_aux_loss"):  # the critic and the auxiliary head fit meanwhile
             assert len(report[head]) == 6 and report[head][-1] < 0.5 * report[head][0], head
 
-        demos = collect_demonstrations(trainer.config.env_config, 32, seed=99)
+        demos = team_demonstrations(trainer.config.env_config, 32, seed=99)
         obs, expert = demos.batch(slice(None))
+        expert = expert[:, : len(trainer.learner.module[TEAM].env_lens)]
         runner_module = trainer.runner.module[TEAM]
         if messages == "continuous":  # the runner still holds its initial weights...
             assert not torch.allclose(greedy_logits(runner_module, obs), greedy_logits(learner_module, obs))
@@ -95,7 +96,7 @@ def test_auxiliary_reward_loss_decreases(experiment) -> None:
         ("text2sql", {"messages": "discrete", "objective": "reinforce"}),
         ("simple_speaker_listener", {"messages": "none"}),
         ("simple_speaker_listener", {"monolithic": True}),
-        ("orchestration", {"messages": "discrete", "bc_epochs": 1, "bc_samples": 32}),
+        ("orchestration", {"messages": "discrete", "warm_start": {"episodes": 16, "epochs": 1}}),
     ],
     ids=[
         "t2s-continuous-ppo",
@@ -109,10 +110,10 @@ def test_auxiliary_reward_loss_decreases(experiment) -> None:
 def test_two_training_iterations_in_process(experiment, env: str, knobs: dict) -> None:
     import ray
 
-    trainer, warm_knobs = trainer_for(experiment, env, **knobs)
+    trainer, hook = trainer_for(experiment, env, **knobs)
     try:
-        if knobs.get("bc_epochs"):
-            WarmStart(warm_knobs, trainer.config.env_config).apply(trainer.learner.module[TEAM])
+        if hook is not None:
+            hook(trainer.learner)
             trainer.sync_weights()
         first_weights = [p.detach().clone() for p in trainer.learner.module[TEAM].parameters()]
         results = [trainer.step()[TEAM] for _ in range(2)]
@@ -128,17 +129,17 @@ def test_two_training_iterations_in_process(experiment, env: str, knobs: dict) -
 
 def test_demonstrations_carry_the_experts_discounted_returns(experiment) -> None:
     orchestration = build_ppo_config(validate_config(experiment("orchestration"))).env_config
-    demos = collect_demonstrations(orchestration, 5, gamma=0.5)  # 2-round episodes; the 3rd played out
-    assert demos.returns.shape == (5,)
+    demos = team_demonstrations(orchestration, 3, gamma=0.5)  # three 2-round episodes
+    assert demos.returns.shape == (6,)
     for first in (0, 2):  # G_0 = r_0 + 0.5 r_1, G_1 = r_1: no return reaches into the next episode
         assert demos.rewards[first + 2] != 0  # (so a return summed across episodes would differ)
         r0, r1 = demos.rewards[first : first + 2]
         np.testing.assert_allclose(demos.returns[first : first + 2], [r0 + 0.5 * r1, r1], rtol=1e-6)
     env_config = build_ppo_config(validate_config(experiment("text2sql"))).env_config
-    demos = collect_demonstrations(env_config, 8)
+    demos = team_demonstrations(env_config, 8)
     assert demos.returns.shape == demos.rewards.shape == (8,)
     np.testing.assert_allclose(demos.returns, demos.rewards)  # one-step episodes: G = r
     assert (demos.rewards > 0.9).all()  # the expert's SQL runs and matches
     speaker_listener = build_ppo_config(validate_config(experiment("simple_speaker_listener"))).env_config
     with pytest.raises(AttributeError, match="no expert_actions"):
-        collect_demonstrations(speaker_listener, 4)
+        team_demonstrations(speaker_listener, 4)

@@ -12,10 +12,10 @@ from orchestrl.algorithms.neuromas.team_env import (
     TIME_KEY,
     NeuromasTeamEnv,
 )
+from orchestrl.envs.reporting import episode_metrics
 from orchestrl.envs.rllib_env import env_config
 from orchestrl.envs.spaces import NotSimultaneousError
 from orchestrl.envs.text2sql.actions import COMPOSER, EXTRACTOR, NVEC
-from orchestrl.training.callbacks import episode_metrics
 
 
 @pytest.fixture

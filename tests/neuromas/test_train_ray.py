@@ -8,15 +8,15 @@ from pathlib import Path
 
 import pytest
 import torch
+from conftest import team_demonstrations
 from ray.rllib.core.columns import Columns
 
 from orchestrl.algorithms.neuromas.team_env import TEAM
-from orchestrl.algorithms.neuromas.warm_start import collect_demonstrations
+from orchestrl.algorithms.weight_sync import sync_learner_weights
 from orchestrl.experiment.builder import build_ppo_config
 from orchestrl.experiment.config import validate_config
-from orchestrl.tracking import runs as tracking
+from orchestrl.tracking.metrics import curate
 from orchestrl.training.checkpoints import build_algorithm
-from orchestrl.training.weight_carry import sync_learner_weights
 
 pytestmark = pytest.mark.ray
 
@@ -37,11 +37,12 @@ class ExpertAgreement:
 def test_warm_started_weights_reach_the_remote_env_runners(
     ray_local: Path, experiment, tmp_path: Path
 ) -> None:
-    data = experiment("text2sql", bc_epochs=8, bc_samples=128, bc_batch_size=32)
+    data = experiment("text2sql", warm_start={"episodes": 128, "epochs": 8, "batch_size": 32, "lr": 3e-3})
     data["resources"] = {"env_runners": 1, "envs_per_env_runner": 4, "cpus_per_env_runner": 1}
     ppo = build_ppo_config(validate_config(data))
-    demos = collect_demonstrations(ppo.env_config, 64, seed=5)
+    demos = team_demonstrations(ppo.env_config, 64, seed=5)
     obs, expert = demos.batch(slice(None))
+    expert = expert[:, : sum(len(list(v)) for v in ppo.rl_module_spec.model_config["nvecs"].values())]
     from ray import cloudpickle
 
     cloudpickle.register_pickle_by_value(sys.modules[__name__])  # ExpertAgreement runs remotely
@@ -52,7 +53,7 @@ def test_warm_started_weights_reach_the_remote_env_runners(
         )
         assert len(agreement) == 1 and agreement[0] > 0.6  # random weights agree ~0.1
         assert sync_learner_weights(algo) == 0.0
-        metrics = tracking.curate(algo.train())
+        metrics = curate(algo.train())
         assert "env/success" in metrics
     finally:
         algo.stop()

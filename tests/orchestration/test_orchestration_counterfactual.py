@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from orchestrl.envs.orchestration.edits import Edit, EditKind
+from orchestrl.envs.counterfactual import Edit, EditFamily
 from orchestrl.envs.orchestration.env import OrchestrationEnv
 from orchestrl.envs.orchestration.solver import spec_actions
 from orchestrl.envs.orchestration.spec import Capacity
@@ -24,7 +24,7 @@ def finished() -> OrchestrationEnv:
 def test_reverting_a_duty_restores_the_base_duty(finished: OrchestrationEnv) -> None:
     spec = finished.last_spec
     agent = spec.nodes[0].id
-    result = finished.counterfactual(spec, agent, Edit.revert_duty())
+    result = finished.replay(spec, agent, Edit.base_duty())
     assert result.applicable and result.spec.node(agent).duty.is_base
     assert result.base_reward == pytest.approx(finished.last_score.total)
     assert result.delta == pytest.approx(result.base_reward - result.reward) and result.delta > 0
@@ -36,10 +36,10 @@ def test_reverting_a_duty_restores_the_base_duty(finished: OrchestrationEnv) -> 
 def test_only_the_edited_node_and_its_descendants_run_again(finished: OrchestrationEnv) -> None:
     spec = finished.last_spec
     last = spec.nodes[-1]
-    result = finished.counterfactual(spec, last.id, Edit.revert_duty())
+    result = finished.replay(spec, last.id, Edit.base_duty())
     assert result.nodes_run == 1 and result.cache_hits == len(spec.nodes) - 1
     first = spec.nodes[0]
-    result = finished.counterfactual(spec, first.id, Edit.revert_duty())
+    result = finished.replay(spec, first.id, Edit.base_duty())
     assert result.nodes_run <= 1 + len(spec.descendants(first.id))
 
 
@@ -47,14 +47,14 @@ def test_dropping_an_edge_rewires_the_node_to_its_parents_input(finished: Orches
     spec = finished.last_spec
     node = next(n for n in spec.nodes if n.deps[0].startswith("agent_") and len(n.deps) == 1)
     parent = spec.node(node.deps[0])
-    result = finished.counterfactual(spec, node.id, Edit.drop_dep())
+    result = finished.replay(spec, node.id, Edit.drop_edge())
     assert result.applicable and result.spec.node(node.id).deps == (parent.deps[0],)
 
 
 def test_dropping_a_source_edge_leaves_an_invalid_spec_with_a_penalty(finished: OrchestrationEnv) -> None:
     spec = finished.last_spec
     node = next(n for n in spec.nodes if n.deps[0] in spec.sources and len(n.deps) == 1)
-    result = finished.counterfactual(spec, node.id, Edit.drop_dep(0))
+    result = finished.replay(spec, node.id, Edit.drop_edge(0))
     assert result.applicable and result.spec is None and result.spec_errors == ("arity",)
     assert result.reward < 0 and result.terms["r_penalty"] < 0
 
@@ -62,26 +62,26 @@ def test_dropping_a_source_edge_leaves_an_invalid_spec_with_a_penalty(finished: 
 def test_downgrading_capacity_steps_down_one_level(finished: OrchestrationEnv) -> None:
     spec = finished.last_spec
     strong = next(n for n in spec.nodes if n.capacity is not Capacity.SMALL)
-    result = finished.counterfactual(spec, strong.id, Edit.downgrade_capacity())
+    result = finished.replay(spec, strong.id, Edit.downgrade_capacity())
     levels = list(Capacity)
     assert result.spec.node(strong.id).capacity is levels[levels.index(strong.capacity) - 1]
     assert result.delta > 0  # the reference capacity was needed
     weak = next(n for n in spec.nodes if n.capacity is Capacity.SMALL)
-    noop = finished.counterfactual(spec, weak.id, Edit.downgrade_capacity())
+    noop = finished.replay(spec, weak.id, Edit.downgrade_capacity())
     assert not noop.applicable and noop.delta == 0.0
 
 
 def test_swapping_in_another_action_replaces_the_node(finished: OrchestrationEnv) -> None:
     spec = finished.last_spec
     agent = spec.nodes[-1].id
-    idle = finished.counterfactual(spec, agent, Edit.swap(np.zeros(5, dtype=np.int64)))
+    idle = finished.replay(spec, agent, Edit.alternative(np.zeros(5, dtype=np.int64)))
     assert idle.applicable and agent not in {n.id for n in idle.spec.nodes}
     assert idle.spec.output_id == spec.nodes[-2].id
-    same = finished.counterfactual(
-        spec, agent, Edit.swap(spec_actions(spec, finished.task, finished.layout)[agent])
+    same = finished.replay(
+        spec, agent, Edit.alternative(spec_actions(spec, finished.task, finished.layout)[agent])
     )
     assert not same.applicable
-    assert Edit.swap([1, 2, 0, 0, 0]).kind is EditKind.SWAP
+    assert Edit.alternative([1, 2, 0, 0, 0]).family is EditFamily.ALTERNATIVE
 
 
 def test_an_idle_agent_has_nothing_to_revert(finished: OrchestrationEnv) -> None:
@@ -90,7 +90,7 @@ def test_an_idle_agent_has_nothing_to_revert(finished: OrchestrationEnv) -> None
     idle = next((a for a in finished.possible_agents if a not in written), None)
     if idle is None:
         pytest.skip("every agent wrote a node in this task")
-    assert not finished.counterfactual(spec, idle, Edit.revert_duty()).applicable
+    assert not finished.replay(spec, idle, Edit.base_duty()).applicable
 
 
 def test_an_episode_record_lets_a_fresh_env_replay_counterfactuals() -> None:
@@ -100,8 +100,8 @@ def test_an_episode_record_lets_a_fresh_env_replay_counterfactuals() -> None:
     record = infos["agent_0"]["episode"]
     yaml_text = env.last_yaml
     learner_side = OrchestrationEnv(level=2, rounds=1)  # never reset: the spec names its task
-    replayed = learner_side.counterfactual(yaml_text, "agent_0", Edit.revert_duty())
-    original = env.counterfactual(None, "agent_0", Edit.revert_duty())
+    replayed = learner_side.replay(yaml_text, "agent_0", Edit.base_duty())
+    original = env.replay(None, "agent_0", Edit.base_duty())
     assert replayed.reward == pytest.approx(original.reward)
     assert replayed.base_reward == pytest.approx(record["score"])
     assert set(record["actions"]) == set(env.possible_agents)

@@ -154,7 +154,7 @@ def test_capabilities_report_kernel_isolation_as_root(pool: SandboxPool, is_root
     caps = pool.capabilities
     assert caps["audit_hook"] and "RLIMIT_AS" in caps["rlimits"]
     if is_root:
-        assert caps["network_namespace"] and caps["chroot"] and caps["own_uid"]
+        assert caps["pid_namespace"] and caps["network_namespace"] and caps["chroot"] and caps["own_uid"]
 
 
 def test_without_kernel_isolation_the_hook_still_denies_and_says_so() -> None:

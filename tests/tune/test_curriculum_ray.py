@@ -16,8 +16,8 @@ from ray.rllib.core.rl_module.rl_module import RLModule
 
 from orchestrl.experiment.builder import build_ppo_config
 from orchestrl.experiment.config import validate_config
-from orchestrl.tracking import runs as tracking
-from orchestrl.tracking.trials import TAG_CARRY
+from orchestrl.tracking import names
+from orchestrl.tracking import store as tracking
 from orchestrl.training.checkpoints import build_algorithm
 from orchestrl.training.weight_carry import (
     carry_modules,
@@ -26,6 +26,7 @@ from orchestrl.training.weight_carry import (
     runner_weight_gap,
 )
 from orchestrl.tune.curriculum import CurriculumSummary, load_curriculum, run_curriculum
+from orchestrl.tune.lifecycle import Launch
 
 pytestmark = pytest.mark.ray
 
@@ -66,7 +67,7 @@ def curriculum_run(
     path = root / "curriculum.yaml"
     path.write_text(yaml.safe_dump(spec))
     lines: list[str] = []
-    summary = run_curriculum(load_curriculum(path, run_dir=str(root / "runs")), echo=lines.append)
+    summary = run_curriculum(load_curriculum(path, run_dir=str(root / "runs")), Launch(echo=lines.append))
     return summary, root
 
 
@@ -79,7 +80,7 @@ def test_stages_run_in_order_and_the_second_has_more_agents(curriculum_run: tupl
     client = tracking.client(summary.tracking_uri)
     runs = [client.get_run(s.run_id) for s in summary.stages]
     assert [r.data.params["env.kwargs.N"] for r in runs] == ["3", "4"]
-    assert all(r.data.tags[tracking.TAG_PARENT] == summary.parent_run_id for r in runs)
+    assert all(r.data.tags[names.TAG_PARENT] == summary.parent_run_id for r in runs)
     assert all(r.info.status == "FINISHED" for r in runs)
     assert [r.data.tags["orchestrl.stage"] for r in runs] == ["n3", "n4"]
     assert runs[0].data.tags["orchestrl.stop_reason"].startswith("promoted: team_return_sum_mean")
@@ -99,7 +100,7 @@ def test_the_parent_logs_stage_transitions(curriculum_run: tuple) -> None:
         for m in client.get_metric_history(parent.info.run_id, "curriculum/promoted_by_metric")
     )
     assert promoted == [(2, 1.0), (3, 0.0)]
-    assert parent.data.tags[tracking.TAG_CHECKPOINT] == summary.stages[-1].checkpoint
+    assert parent.data.tags[names.TAG_CHECKPOINT] == summary.stages[-1].checkpoint
     assert Path(summary.stages[-1].checkpoint).is_dir()
 
 
@@ -107,7 +108,7 @@ def test_the_grown_stage_carried_the_actor_and_reinitialised_the_critic(curricul
     summary, _ = curriculum_run
     client = tracking.client(summary.tracking_uri)
     grown = client.get_run(summary.stages[1].run_id)
-    carry = json.loads(grown.data.tags[TAG_CARRY])
+    carry = json.loads(grown.data.tags[names.TAG_CARRY])
     assert carry["carried"] == {"shared": "shared"}
     assert carry["reinitialised"] == {"shared": ["critic"]}  # MAPPO's state grows with N
     assert carry["checkpoint"] == summary.stages[0].checkpoint

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from orchestrl.tracking.names import BEST_EPISODE_DIR
 from orchestrl.tune.curriculum import CurriculumSummary, StageSummary, summary_text
-from orchestrl.tune.trainable import BEST_EPISODE_DIR
 
 
 def _summary(checkpoint: str) -> CurriculumSummary:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from orchestrl.tune.trainable import STREAK, ExperimentTrainable
+from orchestrl.tracking.names import STREAK
+from orchestrl.tune.trainable import ExperimentTrainable
 
 
 def test_iterations_without_the_held_out_metric_neither_count_nor_break_the_streak() -> None:

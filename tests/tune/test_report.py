@@ -12,7 +12,8 @@ from mlflow.entities import Metric, Param, RunTag
 from typer.testing import CliRunner
 
 from orchestrl.cli import app
-from orchestrl.tracking import runs as tracking
+from orchestrl.tracking import names
+from orchestrl.tracking import store as tracking
 from orchestrl.tracking.report import ReportError, build_report
 
 # final team returns per algorithm (3 seeds each); histories end at these values
@@ -30,11 +31,11 @@ def store(run_dir: Path) -> str:
     run_dir.mkdir()
     uri = tracking.default_tracking_uri(run_dir)
     client = tracking.client(uri)
-    exp = tracking.experiment_id(client, "bench", run_dir, uri)
+    exp = tracking.RunStore(uri).experiment("bench", run_dir)
     now = int(time.time() * 1000)
     for algo, finals in FINAL.items():
         for seed, final in enumerate(finals):
-            run = client.create_run(exp, run_name=f"{algo}-s{seed}", tags={tracking.TAG_KIND: "train"})
+            run = client.create_run(exp, run_name=f"{algo}-s{seed}", tags={names.TAG_KIND: "train"})
             rid = run.info.run_id
             params = {"algorithm.name": algo, "seed": str(seed), "env.name": "simple_spread", "name": "x"}
             curve = [final - 20.0, final - 10.0, final]
@@ -63,8 +64,8 @@ def test_compare_by_algorithm_gives_hand_checkable_tables(store: str, run_dir: P
     # every mappo run beats every ippo run
     (pair, estimate), *_ = report.improvement.items()
     assert pair == ("algorithm.name=mappo", "algorithm.name=ippo") and estimate.value == 1.0
-    names = {p.name for p in report.files}
-    assert {"scores.csv", "aggregates.csv", "improvement.csv", "learning_curves.png", "credit.png"} <= names
+    files = {p.name for p in report.files}
+    assert {"scores.csv", "aggregates.csv", "improvement.csv", "learning_curves.png", "credit.png"} <= files
     with (report.out_dir / "learning_curves.csv").open() as fh:
         rows = [r for r in csv.DictReader(fh) if r["group"] == "algorithm.name=mappo"]
     assert [int(r["step"]) for r in rows] == [1, 2, 3]
@@ -76,7 +77,7 @@ def test_compare_by_algorithm_gives_hand_checkable_tables(store: str, run_dir: P
     # an experiment target gets its own report run, which later reports leave out
     client = tracking.client(store)
     logged = client.get_run(report.log_run_id)
-    assert logged.data.tags[tracking.TAG_KIND] == "report"
+    assert logged.data.tags[names.TAG_KIND] == "report"
     assert "report/summary.md" in {a.path for a in client.list_artifacts(report.log_run_id, "report")}
     again = build_report("bench", tracking_uri=store, run_dir=run_dir, compare="algorithm.name", reps=200)
     assert sum(len(g) for g in again.groups.values()) == 6

@@ -13,9 +13,10 @@ import pytest
 import yaml
 from ray.tune import Callback
 
-from orchestrl.tracking import runs as tracking
+from orchestrl.tracking import names
+from orchestrl.tracking import store as tracking
 from orchestrl.tracking.report import build_report
-from orchestrl.tracking.trials import TAG_TRIAL
+from orchestrl.tune.lifecycle import Launch
 from orchestrl.tune.sweep import SweepSummary, load_sweep, run_sweep
 
 pytestmark = pytest.mark.ray
@@ -63,17 +64,17 @@ def resumed_sweep(ray_local: Path, tmp_path_factory: pytest.TempPathFactory) -> 
     path.write_text(yaml.safe_dump(spec))
     sweep = load_sweep(path, run_dir=str(root / "runs"))
     lines: list[str] = []
-    first = run_sweep(sweep, callbacks=(InterruptOnce(root / "interrupted"),), echo=lines.append)
+    first = run_sweep(sweep, Launch(echo=lines.append), callbacks=(InterruptOnce(root / "interrupted"),))
     client = tracking.client(first.tracking_uri)
     before = {
-        r.data.tags[TAG_TRIAL]: r
+        r.data.tags[names.TAG_TRIAL]: r
         for r in client.search_runs(
             [client.get_experiment_by_name("it_sweep").experiment_id],
-            filter_string=f"tags.`{tracking.TAG_PARENT}` = '{first.parent_run_id}'",
+            filter_string=f"tags.`{names.TAG_PARENT}` = '{first.parent_run_id}'",
         )
     }
     parent_status = client.get_run(first.parent_run_id).info.status
-    second = run_sweep(load_sweep(path, run_dir=str(root / "runs")), resume=True, echo=lines.append)
+    second = run_sweep(load_sweep(path, run_dir=str(root / "runs")), Launch(resume=True, echo=lines.append))
     return {
         "first": first,
         "second": second,
@@ -86,10 +87,8 @@ def resumed_sweep(ray_local: Path, tmp_path_factory: pytest.TempPathFactory) -> 
 
 def children(client: Any, summary: SweepSummary) -> dict[str, Any]:
     exp = client.get_experiment_by_name(summary.experiment).experiment_id
-    runs = client.search_runs(
-        [exp], filter_string=f"tags.`{tracking.TAG_PARENT}` = '{summary.parent_run_id}'"
-    )
-    return {r.data.tags[TAG_TRIAL]: r for r in runs}
+    runs = client.search_runs([exp], filter_string=f"tags.`{names.TAG_PARENT}` = '{summary.parent_run_id}'")
+    return {r.data.tags[names.TAG_TRIAL]: r for r in runs}
 
 
 def test_an_interrupted_sweep_says_so_and_keeps_its_finished_trial(resumed_sweep: dict) -> None:
@@ -124,7 +123,7 @@ def test_resume_finishes_every_trial_once_under_the_same_parent(resumed_sweep: d
     # in Tune's own record its iteration 1 ran once, and its next result came 1 iteration after
     # a restore.
     resumed = next(t for t in runs if t.endswith("_00001"))
-    trial_dir = Path(runs[resumed].data.tags[tracking.TAG_CHECKPOINT]).parents[1]
+    trial_dir = Path(runs[resumed].data.tags[names.TAG_CHECKPOINT]).parents[1]
     rows = [json.loads(line) for line in (trial_dir / "result.json").read_text().splitlines()]
     assert [r["training_iteration"] for r in rows].count(1) == 1
     after_restore = [r for r in rows if r["training_iteration"] == 2 and r["iterations_since_restore"] == 1]
@@ -149,7 +148,7 @@ def test_the_mlflow_tree_holds_params_metrics_artifacts_and_the_best_trial(resum
     best = second.best
     assert best is not None and parent.data.tags["orchestrl.best_trial"] == best.trial_id
     assert parent.data.tags["orchestrl.best_run_id"] == runs[best.trial_id].info.run_id
-    assert Path(parent.data.tags[tracking.TAG_CHECKPOINT]).is_dir()
+    assert Path(parent.data.tags[names.TAG_CHECKPOINT]).is_dir()
     assert {a.path for a in client.list_artifacts(parent.info.run_id, "best")} == {
         "best/checkpoint",
         "best/config.yaml",

@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 import yaml
 
-from orchestrl.experiment.config import ConfigError
+from orchestrl.experiment.config import ConfigError, short_names
 from orchestrl.training.weight_carry import CarryError, merge_state
 from orchestrl.tune.curriculum import fill_placeholders, load_curriculum
-from orchestrl.tune.progress import SweepReporter, short_names
+from orchestrl.tune.progress import SweepReporter
 from orchestrl.tune.sweep import load_sweep
 
 REPO = Path(__file__).resolve().parents[2]

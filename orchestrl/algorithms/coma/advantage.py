@@ -1,71 +1,77 @@
-"""COMA's advantage piece: counterfactual-baseline advantages and TD(lambda) critic targets."""
+"""COMA's advantage piece: counterfactual-baseline advantages and TD(lambda) critic targets.
+
+Two algorithms share it: ``coma`` (Foerster et al. 2018, Eq. 4, with the whole baseline) and
+``coma_cv`` (each agent's baseline scaled by a control-variate coefficient fitted on the previous
+batch, :func:`control_variate_scale`).
+"""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
 from ray.rllib.core.columns import Columns
 
-from orchestrl.algorithms.coma.module import Q_VALUES, taken_q
-from orchestrl.algorithms.counterfactual import (
-    AGENT_INDEX,
+from orchestrl.algorithms.coma.module import Q_VALUES, QHead
+from orchestrl.algorithms.credit.advantage import (
     CounterfactualAdvantage,
     numpy,
     standardize,
     team_value_targets,
 )
+from orchestrl.algorithms.joint_columns import AGENT_INDEX
+
+if TYPE_CHECKING:
+    from ray.rllib.core.rl_module.rl_module import RLModule
 
 
 def coma_advantages(
-    q: torch.Tensor, probs: torch.Tensor, actions: torch.Tensor, logit_lens: list[int]
+    q: torch.Tensor, probs: torch.Tensor, actions: torch.Tensor, head: QHead
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """COMA's counterfactual advantage, Foerster et al. 2018, Eq. (4):
 
         A_i(s, u) = Q(s, u) - sum_{u'_i} pi_i(u'_i | tau_i) Q(s, (u_-i, u'_i))
 
-    ``q``: ``[B, sum(nvec)]`` critic output for the row's agent i (every value of every component
-    of i's action, the others' actions u_-i fixed); ``probs``: pi_i over the same slots;
-    ``actions``: ``[B]`` or ``[B, K]`` taken actions. With the factorised critic
-    Q_i(s,u) = sum_k q_k[u_{i,k}] and pi_i = prod_k pi_{i,k} (see :mod:`.module`) the baseline
-    splits per component:
-
-        A_i = sum_k ( q_k[u_{i,k}] - sum_a pi_{i,k}(a) q_k[a] )
-
-    which for a Discrete action (K = 1) is Eq. (4) verbatim. Returns ``(A_i, Q(s,u))``, both ``[B]``.
+    ``q``: ``[B, head.size]`` critic output for the row's agent i (the others' actions u_-i fixed,
+    see :class:`~orchestrl.algorithms.coma.module.QHead`); ``probs``: pi_i per action component,
+    concatenated; ``actions``: ``[B]`` or ``[B, K]`` taken actions. With the head's
+    Q_i(s, u) = sum_g q_g[u_g] and pi_i = prod_k pi_{i,k}, the sum over every joint u'_i is
+    sum_g E_{pi}[q_g[u'_g]], exact; for a Discrete action this is Eq. (4) verbatim.
+    Returns ``(A_i, Q(s, u))``, both ``[B]``.
     """
-    q_taken = taken_q(q, actions, logit_lens)
-    baseline = (probs * q).sum(dim=-1)  # = sum_k E_{a ~ pi_k} q_k[a]
-    return q_taken - baseline, q_taken
+    q_taken = head.taken(q, actions)
+    return q_taken - head.expected(q, probs), q_taken
 
 
-def fitted_baseline_scale(
+def control_variate_scale(
     q: np.ndarray, baseline: np.ndarray, agent_index: np.ndarray, mask: np.ndarray
-) -> np.ndarray:
-    """Per agent, the variance-minimising coefficient of the counterfactual baseline used as a
-    control variate (Glasserman 2004, Monte Carlo Methods in Financial Engineering, sec. 4.1):
+) -> dict[int, float]:
+    """Per agent, the coefficient of the counterfactual baseline used as a control variate
+    (Glasserman 2004, Monte Carlo Methods in Financial Engineering, sec. 4.1; baselines as control
+    variates of the policy gradient: Greensmith, Bartlett & Baxter 2004, JMLR 5):
 
-        c_i = Cov(Q, b_i) / Var(b_i),  clipped to [0, 1],   A_i = Q(s, u) - c_i b_i(s, u_-i)
+        c_i = Cov(Q, b_i) / Var(b_i),  clipped to [0, 1]
 
-    Our choice, not in Foerster et al. b_i depends only on s and u_-i, so any constant c_i leaves
-    the policy gradient unbiased; c_i = 1 is COMA's baseline, c_i = 0 none (beyond centring). A
-    learned critic's baseline is partly noise, and subtracting all of it adds that noise to A_i;
-    c_i subtracts only the part that tracks Q. Returns c per row (0 where b_i does not vary)."""
-    scale = np.zeros(len(q), dtype=np.float32)
+    the c minimising Var(Q - c b_i) over agent i's rows: the variance of the advantage, a proxy for
+    the policy gradient's (which would weight each row by |grad log pi|^2). c_i = 1 is COMA's
+    baseline, c_i = 0 none. Agents whose b_i does not vary get no entry."""
+    out: dict[int, float] = {}
     for i in np.unique(agent_index[mask]):
         rows = mask & (agent_index == i)
         b = baseline[rows] - baseline[rows].mean()
         variance = float(np.mean(b * b))
         if variance > 1e-8:
-            scale[agent_index == i] = np.clip(float(np.mean(q[rows] * b)) / variance, 0.0, 1.0)
-    return scale
+            out[int(i)] = float(np.clip(float(np.mean(q[rows] * b)) / variance, 0.0, 1.0))
+    return out
 
 
 def center_per_agent(advantages: np.ndarray, agent_index: np.ndarray, mask: np.ndarray) -> np.ndarray:
     """Subtracts each agent's batch mean. The baseline should leave E[A_i] = 0 for every agent, but
     a learned critic's error differs from agent to agent (the untried actions in its baseline are
-    never trained), and a shared offset pushes all of that agent's sampled actions the same way."""
+    never trained), and a shared offset pushes all of that agent's sampled actions the same way.
+    The batch mean includes each row's own value: an O(1/n) bias, as in any batch standardisation."""
     out = advantages.astype(np.float32).copy()
     for i in np.unique(agent_index[mask]):
         rows = mask & (agent_index == i)
@@ -82,7 +88,14 @@ class ComaAdvantage(CounterfactualAdvantage):
     """Replaces GAE: A_i from the live critic, critic targets = TD(lambda) returns of the TEAM reward
     bootstrapped with the TARGET critic's Q(s_t, u_t). Actors see zero advantages for the first
     ``critic_warmup`` updates (the critic learns alone). ``q_source``, ``center`` and
-    ``fit_baseline_scale`` are our options, not Foerster et al.'s; their defaults give Eq. (4)."""
+    ``cross_fit_scale`` are our options, not Foerster et al.'s; their defaults give Eq. (4).
+
+    ``cross_fit_scale`` (``coma_cv``): A_i = Q - c_i b_i with c_i from :func:`control_variate_scale`
+    fitted on the PREVIOUS batch (cross-fitting; 1 before the first fit). c_i is then fixed given
+    everything before this batch, and b_i depends only on s and u_-i, so
+    E[grad log pi_i(u_i) c_i b_i] = 0: the gradient stays unbiased. Fitted on the batch it scales
+    (as this piece did before), c_i depends on the very actions it weighs: an O(1/n) bias.
+    """
 
     def __init__(
         self,
@@ -92,7 +105,7 @@ class ComaAdvantage(CounterfactualAdvantage):
         normalize: bool = True,
         center: bool = False,
         q_source: str = "critic",
-        fit_baseline_scale: bool = False,
+        cross_fit_scale: bool = False,
         **kwargs: Any,
     ) -> None:
         super().__init__(*args, **kwargs)
@@ -101,16 +114,26 @@ class ComaAdvantage(CounterfactualAdvantage):
         self.critic_warmup = critic_warmup
         self.normalize = normalize
         self.center = center
-        self.fit_baseline_scale = fit_baseline_scale
+        self.cross_fit_scale = cross_fit_scale
+        self.scale: dict[int, float] = {}
+        """c_i fitted on the previous batch, per agent index (coma_cv)."""
+
+    def get_state(self, components: Any = None, *, not_components: Any = None, **kwargs: Any) -> dict:
+        state = super().get_state(components, not_components=not_components)
+        return {**state, "baseline_scale": [[i, c] for i, c in sorted(self.scale.items())]}
+
+    def set_state(self, state: dict) -> None:
+        super().set_state(state)
+        self.scale = {int(i): float(c) for i, c in state.get("baseline_scale", [])}
 
     def module_advantages(
-        self, module: Any, module_batch: dict[str, Any], mask: np.ndarray
+        self, module: RLModule, module_batch: dict[str, Any], mask: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray, dict[str, float]]:
-        lens = module.logit_lens
+        head = module.q_head
         actions = module_batch[Columns.ACTIONS]
-        probs = policy_probs(module_batch[Columns.ACTION_DIST_INPUTS].float(), lens)
-        advantages, q_taken = coma_advantages(module.compute_q(module_batch), probs, actions, lens)
-        target_q = taken_q(module.forward_target(module_batch)[Q_VALUES], actions, lens)
+        probs = policy_probs(module_batch[Columns.ACTION_DIST_INPUTS].float(), list(head.logit_lens))
+        advantages, q_taken = coma_advantages(module.compute_q(module_batch), probs, actions, head)
+        target_q = head.taken(module.forward_target(module_batch)[Q_VALUES], actions)
         targets = team_value_targets(numpy(target_q), module_batch, self.gamma, self.td_lambda)
         q_taken = numpy(q_taken)
         baseline = q_taken - numpy(advantages)
@@ -118,10 +141,11 @@ class ComaAdvantage(CounterfactualAdvantage):
         q = targets if self.q_source == "lambda_return" else q_taken
         agent_index = numpy(module_batch[AGENT_INDEX])
         stats = {"credit/q_taken_mean": float(q_taken[mask].mean())}
-        if self.fit_baseline_scale:
-            scale = fitted_baseline_scale(q, baseline, agent_index, mask)
+        if self.cross_fit_scale:
+            scale = scale_rows(self.scale, agent_index)  # fitted on the previous batch
+            stats["credit/baseline_scale"] = float(scale[mask].mean()) if mask.any() else 1.0
+            self.scale.update(control_variate_scale(q, baseline, agent_index, mask))  # for the next one
             baseline = scale * baseline
-            stats["credit/baseline_scale"] = float(scale[mask].mean())
         advantages = (q - baseline).astype(np.float32)
         warming_up = self.updates < self.critic_warmup
         stats["credit/critic_warmup"] = float(warming_up)
@@ -132,3 +156,8 @@ class ComaAdvantage(CounterfactualAdvantage):
         if self.normalize:
             advantages = standardize(advantages, mask, center=False)
         return advantages, targets, stats
+
+
+def scale_rows(scale: Mapping[int, float], agent_index: np.ndarray) -> np.ndarray:
+    """c per row from per-agent coefficients (1, COMA's whole baseline, for an agent not fitted yet)."""
+    return np.array([scale.get(int(i), 1.0) for i in agent_index], dtype=np.float32)

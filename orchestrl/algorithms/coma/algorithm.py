@@ -2,32 +2,29 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from orchestrl.algorithms.coma.advantage import ComaAdvantage
-from orchestrl.algorithms.coma.module import ComaModule
-from orchestrl.algorithms.counterfactual import (
-    CreditCallbacks,
-    CreditSpec,
-    TeamGaeAdvantage,
-    configure_credit,
-    global_state_dim,
-    joint_action_dim,
-)
+from orchestrl.algorithms.coma.module import ComaModule, QHeadKind
+from orchestrl.algorithms.credit.advantage import TeamGaeAdvantage
+from orchestrl.algorithms.credit.configure import configure_credit
+from orchestrl.algorithms.credit.learner import CreditSpec
+from orchestrl.algorithms.joint_columns import global_state_dim, joint_action_dim
 
 if TYPE_CHECKING:
     from ray.rllib.algorithms.ppo import PPOConfig
 
-    from orchestrl.experiment.builder import EnvInfo
-    from orchestrl.experiment.config import ExperimentConfig
+    from orchestrl.algorithms.context import BuildContext
 
 
 class ComaConfig(BaseModel):
-    """``algorithm:`` keys for coma."""
+    """``algorithm:`` keys for coma (Foerster et al. 2018; the defaults give Eq. 4)."""
 
     model_config = ConfigDict(extra="forbid")
+    cross_fit_scale: ClassVar[bool] = False
+    """Scale each agent's baseline by its control-variate coefficient (coma_cv); not a YAML key."""
     advantage: Literal["critic", "gae"] = "critic"
     """``critic``: COMA's counterfactual baseline; ``gae``: team-reward GAE (the ablation)."""
     share_policy: bool = True
@@ -40,6 +37,11 @@ class ComaConfig(BaseModel):
     """Learner updates during which only the critic learns (actors get zero advantages)."""
     critic_lr: float | None = Field(1e-3, gt=0)
     """The critic's own learning rate (None: ``training.lr``)."""
+    q_head: QHeadKind = "factorised"
+    """The critic's output over the agent's own action components: ``factorised`` (sum over
+    components), ``paired`` (plus the first component, e.g. the orchestration role, paired with
+    each other one) or ``joint`` (one Q per joint action); all the same for a Discrete action. See
+    :mod:`orchestrl.algorithms.coma.module` (and why factorised stays the default)."""
     q_source: Literal["critic", "lambda_return"] = "critic"
     """The Q(s,u) term of A_i: the critic's (Eq. 4 verbatim) or the sampled TD(lambda) return."""
     normalize_advantages: bool = True
@@ -47,25 +49,29 @@ class ComaConfig(BaseModel):
     center_advantages: bool = False
     """Subtract each agent's batch mean first. In theory the baseline centres them; a learned
     critic's error, different for every agent, does not (see ``center_per_agent``)."""
-    fit_baseline_scale: bool = False
-    """Scale each agent's counterfactual baseline by its variance-minimising coefficient in [0, 1],
-    fitted on the batch (see ``fitted_baseline_scale``); off: the whole baseline, as in COMA."""
 
 
-def configure_coma(ppo: PPOConfig, cfg: ExperimentConfig, knobs: ComaConfig, env: EnvInfo) -> PPOConfig:
+class ComaCvConfig(ComaConfig):
+    """``algorithm:`` keys for coma_cv: COMA with each agent's counterfactual baseline scaled by its
+    control-variate coefficient, cross-fitted on the previous batch (``control_variate_scale``).
+    Its defaults are the setting the credit benchmark measures: the sampled TD(lambda) return as
+    Q(s,u) and per-agent centring, i.e. a team-return policy gradient with a scaled counterfactual
+    baseline. With the critic's own Q (``q_source: critic``), b is the policy-weighted mean of the
+    same critic's Q, so c is near 1 wherever Q varies mostly with the state: close to COMA."""
+
+    cross_fit_scale: ClassVar[bool] = True
+    q_source: Literal["critic", "lambda_return"] = "lambda_return"
+    center_advantages: bool = True
+
+
+def configure_coma(ppo: PPOConfig, knobs: ComaConfig, context: BuildContext) -> PPOConfig:
+    env = context.env
     agents = tuple(env.agents)
     state_dim = global_state_dim(env)
     if knobs.advantage == "gae":
         spec = CreditSpec(piece=TeamGaeAdvantage, agents=agents)
         return configure_credit(
-            ppo,
-            cfg,
-            env,
-            spec,
-            share_policy=knobs.share_policy,
-            critic="central",
-            state_dim=state_dim,
-            callbacks=CreditCallbacks,
+            ppo, context, spec, share_policy=knobs.share_policy, critic="central", state_dim=state_dim
         )
     spec = CreditSpec(
         piece=ComaAdvantage,
@@ -75,7 +81,7 @@ def configure_coma(ppo: PPOConfig, cfg: ExperimentConfig, knobs: ComaConfig, env
             "normalize": knobs.normalize_advantages,
             "center": knobs.center_advantages,
             "q_source": knobs.q_source,
-            "fit_baseline_scale": knobs.fit_baseline_scale,
+            "cross_fit_scale": knobs.cross_fit_scale,
         },
         agents=agents,
         target_update_interval=knobs.target_update_interval,
@@ -83,14 +89,12 @@ def configure_coma(ppo: PPOConfig, cfg: ExperimentConfig, knobs: ComaConfig, env
     )
     return configure_credit(
         ppo,
-        cfg,
-        env,
+        context,
         spec,
         share_policy=knobs.share_policy,
         critic="central",
         module_class=ComaModule,
         state_dim=state_dim,
-        extra_model_config={"q_input_dim": state_dim + joint_action_dim(env)},
+        extra_model_config={"q_input_dim": state_dim + joint_action_dim(env), "q_head": knobs.q_head},
         with_others_actions=True,
-        callbacks=CreditCallbacks,
     )

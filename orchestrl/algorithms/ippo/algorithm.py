@@ -6,13 +6,13 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict
 
+from orchestrl.algorithms.behaviour_cloning import with_expert_warm_start
 from orchestrl.algorithms.modules import with_actor_critic_modules
 
 if TYPE_CHECKING:
     from ray.rllib.algorithms.ppo import PPOConfig
 
-    from orchestrl.experiment.builder import EnvInfo
-    from orchestrl.experiment.config import ExperimentConfig
+    from orchestrl.algorithms.context import BuildContext
 
 
 class IppoConfig(BaseModel):
@@ -23,5 +23,6 @@ class IppoConfig(BaseModel):
     """One module per group of agents with identical spaces (True) or one per agent (False)."""
 
 
-def configure_ippo(ppo: PPOConfig, cfg: ExperimentConfig, knobs: IppoConfig, env: EnvInfo) -> PPOConfig:
-    return with_actor_critic_modules(ppo, cfg, env, share_policy=knobs.share_policy, critic="local")
+def configure_ippo(ppo: PPOConfig, knobs: IppoConfig, context: BuildContext) -> PPOConfig:
+    ppo = with_actor_critic_modules(ppo, context, share_policy=knobs.share_policy, critic="local")
+    return with_expert_warm_start(ppo, context.warm_start, context.env.name)

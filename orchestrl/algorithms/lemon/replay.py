@@ -1,12 +1,17 @@
 """LEMON's runner side: at each episode's end, one edit per agent, re-executed through the env.
 
 The learner holds no env, so deltas are computed where the env lives: in the env runner's
-``on_episode_end`` callback. For every agent it samples an edit family (adaptively, by each
-family's recent |delta|, with a probability floor), builds the edit (for ``alternative``: an action
-sampled from the agent's own policy, from the action-distribution inputs the runner stored in the
-episode), calls ``env.counterfactual(spec, agent, edit)`` and stores
-``delta = R(spec) - R(edited)`` in ``episode.custom_data``, which travels with the episode to the
-learner. Extra executions and their wall time are logged as ``env/cf_*`` metrics.
+``on_episode_end`` callback. It replays the spec the episode's final step executed (the env's
+``counterfactual_spec()``), so each delta is the credit of the agent's FINAL action, and the
+learner puts it on that action's row only (:class:`~orchestrl.algorithms.joint_columns.AddJointColumns`).
+An episode whose final spec was invalid gets no replay (an earlier round's spec is not what the
+final actions wrote); those are counted as ``env/cf_invalid_final``. For every agent it samples an
+edit family (adaptively, by each family's recent |delta|, with a probability floor), builds the
+edit (for ``alternative``: an action sampled from the agent's own policy, from the
+action-distribution inputs the runner stored in the episode for that final step), calls
+``env.counterfactual(spec, agent, edit)`` and stores ``delta = R(spec) - R(edited)`` in
+``episode.custom_data``, which travels with the episode to the learner. Extra executions and their
+wall time are logged as ``env/cf_*`` metrics.
 """
 
 from __future__ import annotations
@@ -14,14 +19,15 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from ray.rllib.callbacks.callbacks import RLlibCallback
 from ray.rllib.core.columns import Columns
 
 from orchestrl.algorithms.actor_critic import action_logit_lens
-from orchestrl.algorithms.counterfactual import REPLAY_KEY, CreditCallbacks, credit_spec
-from orchestrl.algorithms.lemon.adapters import as_counterfactual_env
+from orchestrl.algorithms.credit.learner import credit_spec
+from orchestrl.algorithms.joint_columns import REPLAY_KEY
 from orchestrl.envs.counterfactual import (
     EDIT_FAMILIES,
     CounterfactualEnv,
@@ -29,7 +35,13 @@ from orchestrl.envs.counterfactual import (
     EditFamily,
     EditNotApplicable,
     NoCounterfactualAPIError,
+    supports_counterfactual,
 )
+
+if TYPE_CHECKING:
+    from ray.rllib.core.rl_module.rl_module import RLModule
+    from ray.rllib.env.env_runner import EnvRunner
+    from ray.rllib.env.multi_agent_episode import MultiAgentEpisode
 
 CF_METRIC = "env/cf_"
 
@@ -125,15 +137,15 @@ def alternative_action(
 
 def replay_episode(
     env: CounterfactualEnv,
-    episode: Any,
+    spec: Any,
+    episode: MultiAgentEpisode,
     sampler: FamilySampler,
     logit_lens: Mapping[str, Sequence[int]],
     rng: np.random.Generator,
 ) -> list[ReplayRecord]:
-    """One edit per agent on the finished episode's spec; ``delta = R(spec) - R(edited)``."""
-    spec = env.counterfactual_spec()
-    if spec is None:
-        return []
+    """One edit per agent on ``spec``, the spec the episode's final step executed;
+    ``delta = R(spec) - R(edited)``. The ``alternative`` edit is drawn from the policy of that same
+    final step."""
     records = []
     for agent in sorted(episode.agent_episodes):
         sa = episode.agent_episodes[agent]
@@ -152,8 +164,9 @@ def replay_episode(
                 if action is None:
                     applicable.remove(family)
                     continue
+            edge = int(rng.integers(1 << 30)) if family is EditFamily.DROP_EDGE else -1  # uniform over edges
             try:
-                outcome = env.counterfactual(spec, agent, Edit(family, action))
+                outcome = env.counterfactual(spec, agent, Edit(family, action, edge))
             except EditNotApplicable:
                 applicable.remove(family)
                 continue
@@ -173,16 +186,15 @@ def counterfactual_env(vector_env: Any, env_index: int) -> Any:
     return getattr(raw, "unwrapped", raw)
 
 
-class ReplayCallbacks(CreditCallbacks):
+class ReplayCallbacks(RLlibCallback):
     """Env-runner side of LEMON: computes the deltas at each (training) episode's end."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.sampler: FamilySampler | None = None
         self.rng: np.random.Generator | None = None
-        self.adapted: dict[int, CounterfactualEnv | None] = {}
 
-    def _setup(self, env_runner: Any) -> None:
+    def _setup(self, env_runner: EnvRunner) -> None:
         settings = credit_spec(env_runner.config).replay or {}
         seed = (env_runner.config.seed or 0) * 1000 + int(getattr(env_runner, "worker_index", 0) or 0)
         self.rng = np.random.default_rng(seed)
@@ -196,39 +208,41 @@ class ReplayCallbacks(CreditCallbacks):
     def on_episode_end(
         self,
         *,
-        episode: Any,
-        env_runner: Any = None,
+        episode: MultiAgentEpisode,
+        env_runner: EnvRunner | None = None,
         env: Any = None,
         env_index: int = 0,
-        rl_module: Any = None,
+        rl_module: RLModule | None = None,
         metrics_logger: Any = None,
         **kwargs: Any,
     ) -> None:
-        super().on_episode_end(episode=episode, metrics_logger=metrics_logger, **kwargs)
         if env_runner is None or env is None or env_runner.config.in_evaluation:
             return
-        raw = counterfactual_env(env, env_index)
-        if id(raw) not in self.adapted:
-            self.adapted[id(raw)] = as_counterfactual_env(raw, np.random.default_rng(len(self.adapted)))
-        cf_env = self.adapted[id(raw)]
-        if cf_env is None:
+        cf_env = counterfactual_env(env, env_index)
+        if not supports_counterfactual(cf_env):
             raise NoCounterfactualAPIError(
-                f"{type(raw).__name__} has no counterfactual API (counterfactual_spec/_edits/counterfactual)"
+                f"{type(cf_env).__name__} has no counterfactual API "
+                "(counterfactual_spec/_edits/counterfactual)"
             )
         if self.sampler is None:
             self._setup(env_runner)
         lens = {a: action_logit_lens(episode.agent_episodes[a].action_space) for a in episode.agent_episodes}
-        records = replay_episode(cf_env, episode, self.sampler, lens, self.rng)
+        spec = cf_env.counterfactual_spec()
+        records = [] if spec is None else replay_episode(cf_env, spec, episode, self.sampler, lens, self.rng)
         episode.custom_data[REPLAY_KEY] = {r.agent: (r.delta, EDIT_FAMILIES.index(r.family)) for r in records}
         if metrics_logger is not None:
-            log_replay_metrics(metrics_logger, records, self.sampler)
+            log_replay_metrics(metrics_logger, records, self.sampler, invalid_final=spec is None)
 
 
-def log_replay_metrics(metrics_logger: Any, records: Sequence[ReplayRecord], sampler: FamilySampler) -> None:
-    """Extra executions and their time (summed per iteration), and the family probabilities."""
+def log_replay_metrics(
+    metrics_logger: Any, records: Sequence[ReplayRecord], sampler: FamilySampler, invalid_final: bool = False
+) -> None:
+    """Extra executions and their time, episodes and those without a final spec to replay (summed
+    per iteration), and the family probabilities."""
     metrics_logger.log_value(CF_METRIC + "executions", float(len(records)), reduce="sum")
     metrics_logger.log_value(CF_METRIC + "time_s", float(sum(r.seconds for r in records)), reduce="sum")
     metrics_logger.log_value(CF_METRIC + "episodes", 1.0, reduce="sum")
+    metrics_logger.log_value(CF_METRIC + "invalid_final", float(invalid_final), reduce="sum")
     for term in ("nodes_run", "cache_hits"):
         if any(term in r.terms for r in records):
             metrics_logger.log_value(

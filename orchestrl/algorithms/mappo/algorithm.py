@@ -6,15 +6,14 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict
 
-from orchestrl.algorithms.actor_critic import flat_obs_dim
-from orchestrl.algorithms.mappo.connector import AddGlobalState, global_state_dim
+from orchestrl.algorithms.behaviour_cloning import with_expert_warm_start
+from orchestrl.algorithms.joint_columns import JointColumns, global_state_dim
 from orchestrl.algorithms.modules import with_actor_critic_modules
 
 if TYPE_CHECKING:
     from ray.rllib.algorithms.ppo import PPOConfig
 
-    from orchestrl.experiment.builder import EnvInfo
-    from orchestrl.experiment.config import ExperimentConfig
+    from orchestrl.algorithms.context import BuildContext
 
 
 class MappoConfig(BaseModel):
@@ -25,27 +24,12 @@ class MappoConfig(BaseModel):
     """Share actors (and the critic) between agents with identical spaces."""
 
 
-class GlobalStateConnector:
-    """A picklable factory for the learner pipeline (RLlib calls it with the spaces)."""
-
-    def __init__(self, agent_order: list[str], horizon: int) -> None:
-        self.agent_order = agent_order
-        self.horizon = horizon
-
-    def __call__(self, input_observation_space=None, input_action_space=None, **kwargs) -> list:
-        return [
-            AddGlobalState(
-                input_observation_space,
-                input_action_space,
-                agent_order=self.agent_order,
-                horizon=self.horizon,
-            )
-        ]
-
-
-def configure_mappo(ppo: PPOConfig, cfg: ExperimentConfig, knobs: MappoConfig, env: EnvInfo) -> PPOConfig:
-    state_dim = global_state_dim([flat_obs_dim(env.observation_spaces[a]) for a in env.agents])
+def configure_mappo(ppo: PPOConfig, knobs: MappoConfig, context: BuildContext) -> PPOConfig:
+    env = context.env
     ppo = with_actor_critic_modules(
-        ppo, cfg, env, share_policy=knobs.share_policy, critic="central", state_dim=state_dim
+        ppo, context, share_policy=knobs.share_policy, critic="central", state_dim=global_state_dim(env)
     )
-    return ppo.learners(learner_connector=GlobalStateConnector(env.agents, env.horizon))
+    ppo = ppo.learners(
+        learner_connector=JointColumns(agents=env.agents, horizon=env.horizon, with_state=True)
+    )
+    return with_expert_warm_start(ppo, context.warm_start, env.name)

@@ -1,9 +1,10 @@
 """NeuroMAS' knobs and how they shape an RLlib ``PPOConfig``.
 
 ``configure_neuromas`` swaps the env for the one-agent team env (:mod:`.team_env`), maps that agent
-to the team graph (:mod:`.module`), installs the joint-loss learner (:mod:`.learner`) and a callback
-that, once the algorithm is built, grows the graph from a smaller trained one and/or clones the
-env's expert, then pushes the weights to every env runner and checks they arrived.
+to the team graph (:mod:`.module`), installs the joint-loss learner (:mod:`.learner`) and a warm
+start that, once the algorithm is built, grows the graph from a smaller trained one and/or clones
+the env's expert (the experiment's ``warm_start:`` section; the loss is in :mod:`.cloning`), then
+pushes the weights to every env runner and checks they arrived.
 """
 
 from __future__ import annotations
@@ -16,6 +17,12 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 from ray.rllib.policy.policy import PolicySpec
 
+from orchestrl.algorithms.behaviour_cloning import (
+    WarmStartSection,
+    collect_demonstrations,
+    require_expert,
+    with_warm_start,
+)
 from orchestrl.algorithms.modules import AgentToModule
 from orchestrl.algorithms.neuromas.learner import KNOBS_KEY, NeuromasLearner
 from orchestrl.algorithms.neuromas.module import NeuromasModule, build_topology
@@ -27,16 +34,13 @@ from orchestrl.algorithms.neuromas.team_env import (
     agent_nvec,
     team_spaces,
 )
-from orchestrl.envs.registry import get_env
-from orchestrl.experiment.config import ConfigError
-from orchestrl.training.callbacks import OrchestrlCallbacks
-from orchestrl.training.weight_carry import sync_learner_weights
+from orchestrl.errors import ConfigError
 
 if TYPE_CHECKING:
     from ray.rllib.algorithms.ppo import PPOConfig
+    from ray.rllib.core.learner.learner import Learner
 
-    from orchestrl.experiment.builder import EnvInfo
-    from orchestrl.experiment.config import ExperimentConfig
+    from orchestrl.algorithms.context import BuildContext
 
 log = logging.getLogger(__name__)
 
@@ -82,13 +86,9 @@ class NeuromasConfig(BaseModel):
     """reinforce: the paper's REINFORCE with the critic as baseline (forces lambda_=1, num_epochs=1)."""
     aux_coeff: float = Field(0.0, ge=0)
     """Weight of the auxiliary team-reward prediction loss (0: no auxiliary head)."""
-    bc_epochs: int = Field(0, ge=0)
-    """Behaviour-cloning epochs on the env's expert before RL (0: none)."""
-    bc_samples: int = Field(4096, ge=1)
-    bc_batch_size: int = Field(64, ge=1)
-    bc_lr: float = Field(3e-3, gt=0)
     bc_token_dropout: float = Field(0.3, ge=0, lt=1)
-    """Probability of dropping each known word to the "unknown" embedding during BC."""
+    """Probability of dropping each known word to the "unknown" embedding during the warm start
+    (the experiment's ``warm_start:`` section clones the env's expert; see :mod:`.cloning`)."""
     grow_from: str | None = None
     """A checkpoint of a trained smaller NeuroMAS (orchestrl run checkpoint or module dir)."""
     growth_noise: float = Field(0.01, ge=0)
@@ -104,32 +104,31 @@ class NeuromasConfig(BaseModel):
         return self
 
 
-def module_model_config(cfg: ExperimentConfig, knobs: NeuromasConfig, env: EnvInfo) -> dict[str, Any]:
+def module_model_config(knobs: NeuromasConfig, context: BuildContext) -> dict[str, Any]:
     """What :class:`.module.NeuromasModule` is built from (checked against the env)."""
+    env, model = context.env, context.model
     agents = list(env.agents)
     inputs = knobs.input_agents or agents[:1]
     unknown = [a for a in inputs if a not in agents]
     if unknown:
-        raise ConfigError(
-            f"algorithm.input_agents: {unknown} are not agents of env '{cfg.env.name}' ({agents})"
-        )
+        raise ConfigError(f"algorithm.input_agents: {unknown} are not agents of env '{env.name}' ({agents})")
     if not knobs.monolithic and len(inputs) >= len(agents) and knobs.layers:
         raise ConfigError(
             "algorithm.input_agents: every agent is an input; no output agent reads the hidden layers"
         )
     encoder = knobs.encoder
     if encoder == "auto":
-        encoder = "text2sql" if cfg.env.name == "text2sql" else "mlp"
-    if encoder == "text2sql" and cfg.env.name != "text2sql":
-        raise ConfigError(f"algorithm.encoder: text2sql reads the text2sql layout, not env '{cfg.env.name}'")
+        encoder = "text2sql" if env.name == "text2sql" else "mlp"
+    if encoder == "text2sql" and env.name != "text2sql":
+        raise ConfigError(f"algorithm.encoder: text2sql reads the text2sql layout, not env '{env.name}'")
     if knobs.word_vectors and encoder != "text2sql":
         raise ConfigError(f"algorithm.word_vectors: only the text2sql encoder reads words, not '{encoder}'")
-    if encoder == "text2sql" and cfg.env.agent_id_in_obs:
+    if encoder == "text2sql" and env.agent_id_in_obs:
         raise ConfigError(
             "env.agent_id_in_obs: the text2sql encoder reads the raw layout; node embeddings say who is who"
         )
     # The pretrained word-vector table is cached beside the experiment's text2sql databases.
-    word_vectors_dir = str(cfg.cache_dir(cfg.env.name)) if knobs.word_vectors else None
+    word_vectors_dir = env.cache_dir if knobs.word_vectors else None
     try:
         nvecs = {a: list(agent_nvec(env.action_spaces[a], a)) for a in agents}
     except ValueError as err:
@@ -145,9 +144,9 @@ def module_model_config(cfg: ExperimentConfig, knobs: NeuromasConfig, env: EnvIn
         "message_len": knobs.message_len,
         "embed_dim": knobs.embed_dim,
         "heads": knobs.heads,
-        "hidden": list(cfg.model.hidden),
-        "critic_hidden": list(cfg.model.critic_hidden) if cfg.model.critic_hidden else None,
-        "activation": cfg.model.activation,
+        "hidden": list(model.hidden),
+        "critic_hidden": list(model.critic_hidden) if model.critic_hidden else None,
+        "activation": model.activation,
         "adapter_rank": knobs.adapter_rank,
         "encoder": encoder,
         "text_layers": knobs.text_layers,
@@ -165,91 +164,84 @@ def message_slots(model_config: dict[str, Any]) -> int:
     return len(topology.senders()) * int(model_config["message_len"])
 
 
-def configure_neuromas(
-    ppo: PPOConfig, cfg: ExperimentConfig, knobs: NeuromasConfig, env: EnvInfo
-) -> PPOConfig:
-    model_config = module_model_config(cfg, knobs, env)
-    _check_warm_start(cfg, knobs)
+def configure_neuromas(ppo: PPOConfig, knobs: NeuromasConfig, context: BuildContext) -> PPOConfig:
+    model_config = module_model_config(knobs, context)
+    if knobs.grow_from and not Path(knobs.grow_from).expanduser().exists():
+        raise ConfigError(f"algorithm.grow_from: {knobs.grow_from} does not exist")
     slots = message_slots(model_config)
     extra_env = {MESSAGE_SLOTS_KEY: slots, MESSAGE_VOCAB_KEY: knobs.message_vocab}
     ppo = ppo.environment(env=NeuromasTeamEnv, env_config={**ppo.env_config, **extra_env})
     if ppo.evaluation_config and "env_config" in ppo.evaluation_config:
         ppo.evaluation_config["env_config"] = {**ppo.evaluation_config["env_config"], **extra_env}
+    env = context.env
     obs_space, act_space = team_spaces(env.observation_spaces, env.action_spaces, slots, knobs.message_vocab)
     ppo = ppo.multi_agent(
         policies={TEAM: PolicySpec(observation_space=obs_space, action_space=act_space)},
         policy_mapping_fn=AgentToModule({TEAM: TEAM}),
     ).rl_module(rl_module_spec=RLModuleSpec(module_class=NeuromasModule, model_config=model_config))
     if knobs.objective == "reinforce":
-        if cfg.training.num_epochs != 1 or cfg.training.lambda_ != 1.0:
+        if ppo.num_epochs != 1 or ppo.lambda_ != 1.0:
             log.warning("objective=reinforce: one on-policy pass per batch (num_epochs=1), lambda_=1")
         ppo = ppo.training(num_epochs=1, lambda_=1.0)
-    learner_knobs = {**knobs.model_dump(), "seed": cfg.seed, "gamma": cfg.training.gamma}
-    return ppo.learners(
-        learner_class=NeuromasLearner, learner_config_dict={KNOBS_KEY: learner_knobs}
-    ).callbacks(NeuromasCallbacks)
+    seed = int(ppo.seed or 0)
+    learner_knobs = {**knobs.model_dump(), "seed": seed, "gamma": ppo.gamma}
+    ppo = ppo.learners(learner_class=NeuromasLearner, learner_config_dict={KNOBS_KEY: learner_knobs})
+    if context.warm_start.episodes:
+        require_expert(env.name)
+    if not (context.warm_start.episodes or knobs.grow_from):
+        return ppo
+    hook = TeamWarmStart(knobs, context.warm_start, ppo.env_config, seed=seed, gamma=ppo.gamma)
+    return with_warm_start(ppo, hook)
 
 
-def _check_warm_start(cfg: ExperimentConfig, knobs: NeuromasConfig) -> None:
-    if knobs.bc_epochs and not hasattr(get_env(cfg.env.name).load(), "expert_actions"):
-        raise ConfigError(f"algorithm.bc_epochs: env '{cfg.env.name}' has no expert_actions() to clone")
-    if knobs.grow_from and not Path(knobs.grow_from).expanduser().exists():
-        raise ConfigError(f"algorithm.grow_from: {knobs.grow_from} does not exist")
-
-
-# -- warm start (growth, behaviour cloning) and weight sync -------------------------------------------
-class WarmStart:
+# -- warm start: growth, then behaviour cloning --------------------------------------------------------
+class TeamWarmStart:
     """Grows and/or behaviour-clones the team module of one learner, in place (picklable, so it also
     runs on remote learners)."""
 
-    def __init__(self, knobs: dict[str, Any], env_config: dict[str, Any]) -> None:
-        self.knobs = dict(knobs)
+    def __init__(
+        self,
+        knobs: NeuromasConfig,
+        settings: WarmStartSection,
+        env_config: dict[str, Any],
+        *,
+        seed: int,
+        gamma: float,
+    ) -> None:
+        self.knobs = knobs
+        self.settings = settings
         self.env_config = dict(env_config)
+        self.seed = seed
+        self.gamma = gamma
 
-    def __call__(self, learner: Any, **kwargs: Any) -> dict[str, Any]:
+    def __call__(self, learner: Learner, **kwargs: Any) -> dict[str, Any]:
         return self.apply(learner.module[TEAM].unwrapped())
 
     def apply(self, module: NeuromasModule) -> dict[str, Any]:
+        from orchestrl.algorithms.neuromas.cloning import behaviour_cloning
         from orchestrl.algorithms.neuromas.growth import grow, load_module
-        from orchestrl.algorithms.neuromas.warm_start import behaviour_cloning, collect_demonstrations
 
-        k, report = self.knobs, {}
-        seed = int(k.get("seed", 0))
-        if k.get("grow_from"):
-            small = load_module(k["grow_from"])
-            report["growth"] = grow(module, small, noise=float(k["growth_noise"]), seed=seed)
-        if k.get("bc_epochs"):
-            demos = collect_demonstrations(
-                self.env_config, int(k["bc_samples"]), seed=seed, gamma=float(k.get("gamma", 0.99))
-            )
+        report: dict[str, Any] = {}
+        if self.knobs.grow_from:
+            small = load_module(self.knobs.grow_from)
+            report["growth"] = grow(module, small, noise=self.knobs.growth_noise, seed=self.seed)
+        if self.settings.episodes:
+            env = NeuromasTeamEnv(self.env_config)
+            try:
+                demos = collect_demonstrations(
+                    env, env.team_expert, self.settings.episodes, seed=self.seed, gamma=self.gamma
+                )
+            finally:
+                env.close()
+            env_components = sum(len(nvec) for nvec in env.nvecs.values())
             losses = behaviour_cloning(
                 module,
-                demos,
-                epochs=int(k["bc_epochs"]),
-                batch_size=int(k["bc_batch_size"]),
-                lr=float(k["bc_lr"]),
-                token_dropout=float(k["bc_token_dropout"]),
-                seed=seed,
+                demos[TEAM],
+                self.settings,
+                env_components=env_components,
+                token_dropout=self.knobs.bc_token_dropout,
+                seed=self.seed,
             )
             report["bc_loss"] = losses.pop("bc")
             report.update({f"bc_{name}_loss": values for name, values in losses.items()})
         return report
-
-
-class NeuromasCallbacks(OrchestrlCallbacks):
-    """Runs the warm start once the algorithm is built, then syncs and verifies env-runner weights."""
-
-    def on_algorithm_init(self, *, algorithm: Any, metrics_logger: Any = None, **kwargs: Any) -> None:
-        knobs = algorithm.config.learner_config_dict.get(KNOBS_KEY, {})
-        if not (knobs.get("grow_from") or knobs.get("bc_epochs")):
-            return
-        group = algorithm.learner_group
-        for result in group.foreach_learner(WarmStart(knobs, dict(algorithm.config.env_config))):
-            report = result.get()
-            if "bc_loss" in report:
-                log.info("neuromas BC loss %.3f -> %.3f", report["bc_loss"][0], report["bc_loss"][-1])
-                log.info("neuromas critic fit to the expert's returns: %.3f", report["bc_value_loss"][-1])
-            if "growth" in report:
-                log.info("neuromas growth: %s", report["growth"])
-        sync_learner_weights(algorithm)
-        log.info("neuromas warm start: the env runners hold the warm-started weights")

@@ -10,7 +10,7 @@ agent, ``team``:
   them and PPO's ratio covers them; the env ignores them;
 - reward: the sum of the agents' rewards (so ``team_return_sum_*`` keeps its meaning);
 - infos: ``{"team": {"metrics": <the env's episode metrics>, "agents": <every agent's info>}}``,
-  so env-reported metrics still reach ``env/<name>`` (:mod:`orchestrl.training.callbacks`).
+  so env-reported metrics still reach ``env/<name>`` (:mod:`orchestrl.envs.reporting`).
 
 It takes the same ``env_config`` as :class:`~orchestrl.envs.rllib_env.RegisteredEnv`, plus the two
 message keys below, so evaluation env overrides work unchanged.
@@ -133,6 +133,14 @@ class NeuromasTeamEnv(MultiAgentEnv):
         if expert is None:
             raise AttributeError(f"env '{type(self.inner.raw_env).__name__}' has no expert_actions()")
         return self.join_actions(expert())
+
+    def team_expert(self) -> dict[str, np.ndarray]:
+        """The expert's joint action as the team agent's action (message slots left at token 0)."""
+        slots = int(np.asarray(self.action_space[TEAM].nvec).size) - sum(len(v) for v in self.nvecs.values())
+        return {TEAM: np.concatenate([self.expert_actions(), np.zeros(slots, dtype=np.int64)])}
+
+    def close(self) -> None:
+        self.inner.close()
 
     # -- internals -----------------------------------------------------------------------------
     def _team_obs(self, obs: dict[str, Any]) -> dict[str, Any]:

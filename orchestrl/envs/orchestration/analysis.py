@@ -137,7 +137,7 @@ class PublicView:
             if not p.numeric:
                 values |= set(p.text.dropna().astype(str))
         cells = [
-            ops._clean(v)
+            ops.clean_text(v)
             for c in self.examples.columns
             if not pd.api.types.is_numeric_dtype(self.examples[c])
             for v in self.examples[c].dropna()
@@ -625,7 +625,7 @@ class PublicView:
 
 def _canon(value: Any) -> Any:
     if isinstance(value, str):
-        return ops._clean(value)
+        return ops.clean_text(value)
     try:
         return round(float(value), 6)
     except (TypeError, ValueError):
@@ -636,11 +636,13 @@ def _agrees(column: ColumnProfile, value: Any) -> np.ndarray:
     """Rows of a source column equal to an example value, both read as the large capacity reads
     them (missing matches missing)."""
     if column.numbers is not None:
-        wanted = pd.to_numeric(ops._num(pd.Series([value], dtype=object), "large"), errors="coerce").iloc[0]
+        wanted = pd.to_numeric(
+            ops.as_numbers(pd.Series([value], dtype=object), "large"), errors="coerce"
+        ).iloc[0]
         values = column.numbers.to_numpy(dtype=float)
         if pd.isna(wanted):
             return np.isnan(values)
         return np.isclose(values, float(wanted), rtol=1e-9, atol=1e-6)
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return column.missing
-    return (column.text == ops._clean(value)).fillna(False).to_numpy(dtype=bool)
+    return (column.text == ops.clean_text(value)).fillna(False).to_numpy(dtype=bool)

@@ -1,13 +1,14 @@
 """LEMON's single-node edits, applied to a spec for counterfactual re-execution.
 
-An :class:`Edit` changes exactly one agent's node:
+An :class:`~orchestrl.envs.counterfactual.Edit` (the counterfactual protocol's) changes exactly one
+agent's node:
 
-- ``REVERT_DUTY``: the duty goes back to its role's base duty;
-- ``DROP_DEP``: one dependency edge is removed. The node then works from what the dropped parent
+- ``BASE_DUTY``: the duty goes back to its role's base duty;
+- ``DROP_EDGE``: one dependency edge is removed. The node then works from what the dropped parent
   worked from (its first input): the analogue of an agent losing a parent's message and seeing
   only the task. Dropping a source edge leaves nothing to fall back on: the spec is invalid;
 - ``DOWNGRADE_CAPACITY``: large -> medium -> small;
-- ``SWAP``: the agent's action is replaced by a given alternative (any action, even idle).
+- ``ALTERNATIVE``: the agent's action is replaced by a given alternative (any action, even idle).
 
 An edit that changes nothing (reverting a base duty, downgrading ``small``, an idle agent) is
 reported as not applicable, with ``delta = 0``.
@@ -17,9 +18,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import Any
 
+import numpy as np
+
+from orchestrl.envs.counterfactual import Edit, EditFamily
 from orchestrl.envs.orchestration.spec import (
     ARITY,
     CAPACITIES,
@@ -29,36 +32,6 @@ from orchestrl.envs.orchestration.spec import (
     base_duty,
     parse_spec,
 )
-
-
-class EditKind(StrEnum):
-    REVERT_DUTY = "revert_duty"
-    DROP_DEP = "drop_dep"
-    DOWNGRADE_CAPACITY = "downgrade_capacity"
-    SWAP = "swap"
-
-
-@dataclass(frozen=True)
-class Edit:
-    kind: EditKind
-    dep: int = -1  # DROP_DEP: which input (index into the node's deps; -1 = the last)
-    action: tuple[int, ...] | None = None  # SWAP: the alternative MultiDiscrete action
-
-    @classmethod
-    def revert_duty(cls) -> Edit:
-        return cls(EditKind.REVERT_DUTY)
-
-    @classmethod
-    def drop_dep(cls, index: int = -1) -> Edit:
-        return cls(EditKind.DROP_DEP, dep=index)
-
-    @classmethod
-    def downgrade_capacity(cls) -> Edit:
-        return cls(EditKind.DOWNGRADE_CAPACITY)
-
-    @classmethod
-    def swap(cls, action: Any) -> Edit:
-        return cls(EditKind.SWAP, action=tuple(int(v) for v in action))
 
 
 @dataclass(frozen=True)
@@ -88,14 +61,14 @@ def apply_edit(
     decode: Callable[[tuple[int, ...]], dict[str, Any] | None],
 ) -> OrchestrationSpec | None:
     """The edited spec; None when the edit changes nothing; raises :class:`SpecError` when the
-    edited spec is invalid. ``decode`` turns a SWAP action into node data (None = idle)."""
+    edited spec is invalid. ``decode`` turns an ALTERNATIVE action into node data (None = idle)."""
     data = spec.model_dump(mode="json")
     nodes = data["nodes"]
     index = next((i for i, n in enumerate(nodes) if n["id"] == node_id), None)
-    if edit.kind is EditKind.SWAP:
+    if edit.family is EditFamily.ALTERNATIVE:
         if edit.action is None:
-            raise ValueError("a swap edit needs an action")
-        new = decode(edit.action)
+            raise ValueError("an alternative edit needs an action")
+        new = decode(tuple(int(v) for v in np.asarray(edit.action).reshape(-1)))
         if index is not None:
             del nodes[index]
         if new is not None:
@@ -110,21 +83,21 @@ def apply_edit(
     if index is None:
         return None
     node = nodes[index]
-    if edit.kind is EditKind.REVERT_DUTY:
+    if edit.family is EditFamily.BASE_DUTY:
         base = base_duty(node["role"]).model_dump(mode="json")
         if node["duty"] == base:
             return None
         node["duty"] = base
-    elif edit.kind is EditKind.DOWNGRADE_CAPACITY:
+    elif edit.family is EditFamily.DOWNGRADE_CAPACITY:
         level = [c.value for c in CAPACITIES].index(node["capacity"])
         if level == 0:
             return None
         node["capacity"] = CAPACITIES[level - 1].value
-    elif edit.kind is EditKind.DROP_DEP:
+    elif edit.family is EditFamily.DROP_EDGE:
         deps = list(node["deps"])
         if not deps:
             return None
-        position = edit.dep % len(deps)
+        position = edit.edge % len(deps)
         dropped = deps.pop(position)
         if len(deps) < ARITY[spec.node(node_id).role]:
             parent = next((n for n in nodes if n["id"] == dropped), None)

@@ -19,12 +19,14 @@ DAGs over three tables. ``split`` picks disjoint train / heldout task seeds; ``r
 task ``s``.
 
 Beyond the PettingZoo API: ``expert_actions()`` (the solver's plan, :mod:`.solver`, which reads
-the public inputs only), ``counterfactual(spec, agent, edit)``, ``episode_record()``,
-``evaluate(spec)``, ``last_spec`` / ``last_yaml`` / ``last_source``, and
+the public inputs only), the counterfactual protocol of :mod:`orchestrl.envs.counterfactual`
+(``counterfactual_spec()``, ``counterfactual_edits(spec, agent)``, ``counterfactual(spec, agent,
+edit)``; ``replay(spec, agent, edit)`` gives the edited spec and the nodes re-run as well),
+``episode_record()``, ``evaluate(spec)``, ``last_spec`` / ``last_yaml`` / ``last_source``, and
 ``reset(options={"task": task})`` to play a given :class:`.tasks.Task`. At the end of an episode
-every agent's info carries ``metrics`` (floats: success, score, each reward term, cache_hit_rate, ...; with
-``reference_metrics`` also the solver's and a uniformly random team's success on the same task)
-and ``episode`` (task, per-agent actions, score) for later counterfactuals.
+every agent's info carries ``metrics`` (floats: success, score, each reward term, cache_hit_rate,
+...; with ``reference_metrics`` also the solver's and a uniformly random team's success on the same
+task) and ``episode`` (task, per-agent actions, score) for later counterfactuals.
 """
 
 from __future__ import annotations
@@ -37,12 +39,18 @@ import gymnasium as gym
 import numpy as np
 from pettingzoo import ParallelEnv
 
+from orchestrl.envs.counterfactual import CounterfactualOutcome, Edit, EditFamily, EditNotApplicable
 from orchestrl.envs.orchestration.actions import ActionLayout, MaskedMultiDiscrete, agent_id
-from orchestrl.envs.orchestration.edits import CounterfactualResult, Edit, apply_edit
+from orchestrl.envs.orchestration.edits import CounterfactualResult, apply_edit
 from orchestrl.envs.orchestration.executor import Execution, Executor, NodeCache
 from orchestrl.envs.orchestration.features import CLIP, Feedback, ObservationBuilder, feedback_kind
 from orchestrl.envs.orchestration.reward import RewardConfig, Score, Scorer, schema_progress
-from orchestrl.envs.orchestration.sandbox.pool import SandboxPool, acquire_shared_pool, release_shared_pool
+from orchestrl.envs.orchestration.sandbox.pool import (
+    SandboxPool,
+    acquire_shared_pool,
+    check_isolation,
+    release_shared_pool,
+)
 from orchestrl.envs.orchestration.solver import Solution, solve, solver_actions
 from orchestrl.envs.orchestration.spec import OrchestrationSpec, SpecError, parse_spec
 from orchestrl.envs.orchestration.tables import TargetIndex, row_hashes
@@ -79,6 +87,9 @@ class OrchestrationEnv(ParallelEnv):
     """The LEMON env (module docstring). Kwargs: ``level`` 1-4; ``rounds`` per episode;
     ``split`` ``"train"`` / ``"heldout"``; ``reward_schedule`` in [0, 1] (0 dense shaping, 1
     final-heavy; see :mod:`.reward`); ``sandbox_workers`` (minimum size of the process-wide pool);
+    ``sandbox_isolation`` (``auto``: all the confinement this process can get, which without root
+    is a tripwire, not a boundary; ``strict``: refuse to start without the PID and network
+    namespaces, chroot and uid of its own; see :mod:`.sandbox.pool`);
     ``job_cpu_s`` / ``job_wall_s`` (limits per execution); ``cache_mb`` (node cache size);
     ``layout_level`` (build observation and action spaces the size of that level's, with the extra
     entries masked, so one policy carries across a curriculum of levels); ``task_pool`` (draw
@@ -101,6 +112,7 @@ class OrchestrationEnv(ParallelEnv):
         split: str = "train",
         reward_schedule: float = 0.0,
         sandbox_workers: int = 1,
+        sandbox_isolation: str = "auto",
         job_cpu_s: float = 2.0,
         job_wall_s: float = 5.0,
         cache_mb: float = 64.0,
@@ -147,6 +159,10 @@ class OrchestrationEnv(ParallelEnv):
             a: self.layout.space() for a in self.possible_agents
         }
         self._sandbox_workers = int(sandbox_workers)
+        if sandbox_isolation not in ("auto", "strict"):
+            raise ValueError(f"sandbox_isolation must be 'auto' or 'strict', not {sandbox_isolation!r}")
+        check_isolation(sandbox_isolation)  # strict without root fails here, in one line
+        self._sandbox_isolation = sandbox_isolation
         self._pool: SandboxPool | None = None
         self._cache = NodeCache(cache_mb)
         self._job_limits = (float(job_cpu_s), float(job_wall_s))
@@ -252,7 +268,7 @@ class OrchestrationEnv(ParallelEnv):
                 infos[a]["episode"] = episode
             if spec is not None and score.total > self._best_score:
                 # A new best episode of this env: hand its deployable artifacts to the platform
-                # (see orchestrl.training.callbacks), which keeps the best one across the run.
+                # (see orchestrl.envs.reporting), which keeps the best one across the run.
                 self._best_score = score.total
                 infos[agents[0]]["artifacts"] = {"spec.yaml": spec.to_yaml(), "pipeline.py": self.last_source}
             self.agents = []
@@ -313,12 +329,43 @@ class OrchestrationEnv(ParallelEnv):
             raise RuntimeError("call reset() first")
         return self._record
 
+    # -- the counterfactual protocol (orchestrl.envs.counterfactual) -------------------------------
+    def counterfactual_spec(self) -> OrchestrationSpec | None:
+        """The spec the final round executed; None when it was invalid (``last_spec`` would be an
+        earlier round's, which is not what the final actions wrote)."""
+        return self._record.spec if self._record is not None else None
+
+    def counterfactual_edits(self, spec: OrchestrationSpec, agent: str) -> list[EditFamily]:
+        families = [EditFamily.ALTERNATIVE]
+        try:
+            node = spec.node(agent)
+        except KeyError:  # an idle agent wrote no node: only an alternative changes anything
+            return families
+        if not node.duty.is_base:
+            families.append(EditFamily.BASE_DUTY)
+        if node.deps:
+            families.append(EditFamily.DROP_EDGE)
+        if node.capacity != type(node.capacity)("small"):
+            families.append(EditFamily.DOWNGRADE_CAPACITY)
+        return families
+
     def counterfactual(
         self, spec: OrchestrationSpec | str | None, agent: str, edit: Edit
-    ) -> CounterfactualResult:
+    ) -> CounterfactualOutcome:
+        """``R(edited)`` and ``R(spec)`` (see :meth:`replay`); raises :class:`EditNotApplicable` when
+        the edit changes nothing. An edit that makes the spec invalid is applicable: it scores the
+        invalid-spec penalty, as in LEMON."""
+        result = self.replay(spec, agent, edit)
+        if not result.applicable:
+            raise EditNotApplicable(f"{edit.family} changes nothing for {agent}")
+        terms = {**result.terms, "nodes_run": float(result.nodes_run), "cache_hits": float(result.cache_hits)}
+        return CounterfactualOutcome(reward=result.reward, base_reward=result.base_reward, terms=terms)
+
+    def replay(self, spec: OrchestrationSpec | str | None, agent: str, edit: Edit) -> CounterfactualResult:
         """Re-executes ``spec`` (default: the last executed one) with one agent's node edited,
-        using the node cache; returns the edited reward, its terms and ``delta``. The spec's
-        ``task`` field says which task it belongs to (regenerated if it is not the current one)."""
+        using the node cache; returns the edited reward, its terms, ``delta`` and the edited spec.
+        The spec's ``task`` field says which task it belongs to (regenerated if it is not the
+        current one)."""
         if agent not in self.possible_agents:
             raise ValueError(f"unknown agent {agent!r} (agents: {', '.join(self.possible_agents)})")
         spec = self.last_spec if spec is None else parse_spec(spec)
@@ -355,7 +402,7 @@ class OrchestrationEnv(ParallelEnv):
     # ------------------------------------------------------------------------------ internals
     def _execution(self) -> Executor:
         if self._executor is None:
-            self._pool = acquire_shared_pool(self._sandbox_workers)
+            self._pool = acquire_shared_pool(self._sandbox_workers, self._sandbox_isolation)
             self._executor = Executor(self._pool, self._cache, *self._job_limits)
         return self._executor
 

@@ -15,15 +15,15 @@ it. One fixed layout per level (``blocks`` lists it), identical for every agent:
 - ``columns``: per target column: which sources hold a column of that name (as is or renamed),
   whether its example values are numbers, whether it names an aggregate;
 - ``candidates``: per role and candidate duty (in each agent's observation only the roles of its
-  skeleton family: cleaning, joins or post-processing; the others are zeros), what it is (base
-  duty or not, the table it acts on, its operator) and how it relates to the data and the examples: whether the columns it reads
-  and writes are in the target, the share of rows it keeps, whether the examples can be checked
-  against it and the share that agree (a filter's predicate on the example rows, directly or
-  through a key the target shows; a derived value recomputed; a renamed column's example values
-  found in the source column), how improbable that agreement is by chance (share kept ^ examples),
-  the read columns' distinctness, repeats, missing values and dirt, a join's key overlap, the
-  share of example rows a cleaning duty's output holds when it runs with the joins and post
-  stages the target's columns imply, and (cleaning duties) the prior the solver ranks it by
+  skeleton family: cleaning, joins or post-processing; the others are zeros), what it is (base duty
+  or not, the table it acts on, its operator) and how it relates to the data and the examples:
+  whether the columns it reads and writes are in the target, the share of rows it keeps, whether the
+  examples can be checked against it and the share that agree (a filter's predicate on the example
+  rows, directly or through a key the target shows; a derived value recomputed; a renamed column's
+  example values found in the source column), how improbable that agreement is by chance (share kept
+  ^ examples), the read columns' distinctness, repeats, missing values and dirt, a join's key
+  overlap, the share of example rows a cleaning duty's output holds when it runs with the joins and
+  post stages the target's columns imply, and (cleaning duties) the prior the solver ranks it by
   (:meth:`.analysis.PublicView.prep_score`);
 - ``feedback`` (after the first round): the agent's own node (outcome kind, rows out / rows in,
   its output's column overlap with the target's, cached, is the output, and its own last action);

@@ -46,21 +46,21 @@ def _is_text(s: pd.Series) -> bool:
     )
 
 
-def _text(s: pd.Series, capacity: str) -> pd.Series:
+def as_text(s: pd.Series, capacity: str) -> pd.Series:
     """A text column as this capacity sees it (unchanged at ``small`` or for non-text columns)."""
     if capacity == "small" or not _is_text(s):
         return s
-    out = [_clean(v) for v in s.to_numpy(dtype=object, na_value=None)]
+    out = [clean_text(v) for v in s.to_numpy(dtype=object, na_value=None)]
     return pd.Series(out, index=s.index, name=s.name, dtype="str")
 
 
-def _clean(value):
+def clean_text(value):
     if value is None or (isinstance(value, float) and value != value):
         return None
     return " ".join(str(value).split()).casefold() or None
 
 
-def _num(s: pd.Series, capacity: str) -> pd.Series:
+def as_numbers(s: pd.Series, capacity: str) -> pd.Series:
     """A column as numbers; what cannot be parsed at this capacity becomes NaN."""
     if pd.api.types.is_numeric_dtype(s) and not pd.api.types.is_bool_dtype(s):
         return s
@@ -90,7 +90,7 @@ def _normalised(df: pd.DataFrame, columns, capacity: str, numeric: bool = False)
     out = df
     for c in columns:
         before = out[c]
-        after = _num(before, capacity) if numeric else _text(before, capacity)
+        after = as_numbers(before, capacity) if numeric else as_text(before, capacity)
         if after is not before:
             if out is df:
                 out = df.copy(deep=False)

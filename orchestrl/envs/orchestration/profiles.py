@@ -66,14 +66,14 @@ def _profile_column(name: str, series: pd.Series) -> ColumnProfile:
         numbers, text = series.astype("float64"), series
     else:
         raw = series.to_numpy(dtype=object, na_value=None)
-        parsed = ops._num(series, "large")
+        parsed = ops.as_numbers(series, "large")
         if (~missing).sum() and parsed.notna().sum() >= 0.8 * (~missing).sum():
             numbers, text = parsed.astype("float64"), series
             plain = pd.to_numeric(series, errors="coerce").notna().to_numpy()
             dirt_num = float(((~missing) & ~plain).sum()) / present
         else:
-            text = ops._text(series, "large")
-            changed = np.array([v is not None and ops._clean(v) != v for v in raw], dtype=bool)
+            text = ops.as_text(series, "large")
+            changed = np.array([v is not None and ops.clean_text(v) != v for v in raw], dtype=bool)
             dirt_text = float((changed & ~missing).sum()) / present
     values = text.where(~missing) if numbers is None else numbers
     distinct = int(values.nunique())

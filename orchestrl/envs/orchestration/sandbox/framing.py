@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-_HEADER = struct.Struct("!Q")
+HEADER = struct.Struct("!Q")
 MAX_FRAME = 1 << 30
 
 
@@ -28,15 +28,19 @@ class ProtocolError(RuntimeError):
     """A worker sent something that is not a well-formed reply."""
 
 
-def send_frame(sock: socket.socket, obj: Any) -> None:
+def encode_frame(obj: Any) -> bytes:
     data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
-    sock.sendall(_HEADER.pack(len(data)) + data)
+    return HEADER.pack(len(data)) + data
+
+
+def send_frame(sock: socket.socket, obj: Any) -> None:
+    sock.sendall(encode_frame(obj))
 
 
 def recv_frame(sock: socket.socket, deadline: float | None = None) -> bytes:
     """One frame's bytes; ``TimeoutError`` past ``deadline`` (monotonic), ``EOFError`` on close."""
-    header = _recv_exact(sock, _HEADER.size, deadline)
-    (size,) = _HEADER.unpack(header)
+    header = _recv_exact(sock, HEADER.size, deadline)
+    (size,) = HEADER.unpack(header)
     if size > MAX_FRAME:
         raise ProtocolError(f"frame of {size} bytes")
     return _recv_exact(sock, size, deadline)

@@ -1,18 +1,25 @@
 """A pool of pre-started, confined worker processes that run generated pipeline code.
 
-Why long-lived workers: forking per execution costs about 18 ms on these machines (copy-on-write
-faults after the fork), while a worker that keeps pandas loaded and gives each job a fresh
-namespace runs hundreds of jobs per second (``/work/shared/notes/sandbox-facts.md``). Isolation
-sits at the worker boundary: a job reaches nothing outside its worker, which is confined once at
-start (:mod:`.confine`) and replaced after any fatal failure or every ``jobs_per_worker`` jobs.
-Inside a worker, jobs get fresh namespaces and copy-on-write views of the cached tables: that
-stops accidents, not code written to tamper with the worker's own memory.
+A worker is a warm process (pandas imported, every op run once) that never runs untrusted code
+itself: each job runs in a process forked for it, and after the job the worker kills every
+process the job left and wipes its temp dir, so nothing a job does (a monkeypatch, a thread, a
+child, a changed table) reaches a later job. The worker lives in a PID namespace of its own whose
+init exits with it, so killing it (after a fatal failure, every ``jobs_per_worker`` jobs, or on
+:meth:`SandboxPool.close`) kills everything its jobs started. The exception is a job whose code
+:mod:`.certify` proves to be compiler output (the pipeline runtime verbatim plus node functions
+that each make one runtime call with literal arguments): it runs in the worker itself, because it
+cannot change anything that outlives it, and a fork would cost more than the job (about 12 ms of
+CPU in copy-on-write faults, against about 5 ms for a whole level-2 execution;
+``benchmarks/sandbox.py`` measures both paths).
 
 What a job can reach: the tables it is given, its private temp dir (wiped after each job), CPU
-for ``cpu_s`` and wall time for ``wall_s`` (then its worker is killed), ``memory_mb`` of extra
-address space. What it cannot: the network, any other file (as root: a chroot with nothing in
-it, under a uid of its own), other processes, new processes. :attr:`SandboxPool.capabilities`
-says which layers applied; without root they degrade to limits plus the audit hook.
+for ``cpu_s`` (see :func:`.confine.set_cpu_budget`) and wall time for ``wall_s`` (then its worker
+is killed), ``memory_mb`` of extra address space. What it cannot, as root: the network, any other
+file (a chroot with nothing in it, under a uid of its own), other processes, a process that
+outlives the job. :attr:`SandboxPool.capabilities` says which layers applied. Without root they
+degrade to a fresh process per job, rlimits and an audit hook (plus PID and network namespaces
+where unprivileged user namespaces are allowed): a tripwire for files and network, not a boundary.
+``isolation="strict"`` refuses to start without the kernel layers.
 
 Many envs in one process share one pool (:func:`acquire_shared_pool`); it is closed when the
 last of them is closed, at exit, or explicitly with :func:`close_shared_pool`.
@@ -24,6 +31,7 @@ import atexit
 import contextlib
 import json
 import os
+import select
 import shutil
 import signal
 import socket
@@ -38,20 +46,34 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from orchestrl.envs.orchestration.sandbox import procs
+from orchestrl.envs.orchestration.sandbox.confine import CPU_KILL_SIGNALS, Capabilities, SandboxUnavailable
 from orchestrl.envs.orchestration.sandbox.framing import ProtocolError, load_reply, recv_frame, send_frame
 
-Isolation = Literal["auto", "process"]
+Isolation = Literal["auto", "strict", "process"]
+ISOLATIONS: tuple[str, ...] = ("auto", "strict", "process")
 
 
 @dataclass(frozen=True)
 class SandboxLimits:
-    """Per-worker limits (set when a worker starts)."""
+    """Per-worker limits (set when a worker starts).
+
+    ``isolation``: ``"auto"`` confines workers as far as this process can (everything as root; a
+    tripwire without it), ``"strict"`` refuses to start unless every worker gets its PID and
+    network namespaces, a chroot and a uid of its own (:class:`.confine.SandboxUnavailable`),
+    ``"process"`` skips the kernel layers (the non-root fallback, on purpose). ``trust_certified``:
+    certified compiler output runs in the warm worker (False: every job gets a fresh process)."""
 
     memory_mb: int = 1024
     file_mb: int = 16
     open_files: int = 64
     jobs_per_worker: int = 2000
-    isolation: Isolation = "auto"  # "process": no namespaces/chroot/uid (the non-root fallback)
+    isolation: Isolation = "auto"
+    trust_certified: bool = True
+
+    def __post_init__(self) -> None:
+        if self.isolation not in ISOLATIONS:
+            check_isolation(self.isolation)
 
 
 @dataclass(frozen=True)
@@ -94,9 +116,10 @@ class NodeOutcome:
 @dataclass
 class JobResult:
     nodes: dict[str, NodeOutcome]
-    cpu_s: float  # CPU the worker spent on the job
+    cpu_s: float  # CPU the job spent (its own process's, when it had one)
     wall_s: float
     fatal: str | None  # denied / memory / cpu_limit / timeout / crash / protocol
+    fresh_process: bool = True  # False: certified compiler output, run in the warm worker
 
     @property
     def ok(self) -> bool:
@@ -107,36 +130,61 @@ _FAILURE_NAMES = {
     "timeout": "wall-time limit reached; worker killed",
     "crash": "the worker died",
     "protocol": "the worker sent an invalid reply",
+    "cpu_limit": "CPU-time limit reached; the kernel stopped the worker",
 }
 
 
+class _WorkerDied(Exception):
+    """The worker's init reported its death (``kind``: cpu_limit or crash) and CPU time."""
+
+    def __init__(self, kind: str, cpu_s: float) -> None:
+        super().__init__(kind)
+        self.kind = kind
+        self.cpu_s = cpu_s
+
+
 class _Handle:
-    def __init__(self, sock: socket.socket, pid: int, pidfd: int | None) -> None:
+    def __init__(self, sock: socket.socket, pid: int, pidfd: int | None, supervisor: int, init: int) -> None:
         self.sock = sock
-        self.pid = pid
+        self.pid = pid  # the worker
+        self.supervisor = supervisor  # the zygote's child that opened its PID namespace
+        self.init = init  # PID 1 of that namespace, the worker's parent
         self.pidfd = pidfd
+        self.supervisor_fd: int | None = None
+        with contextlib.suppress(OSError):
+            self.supervisor_fd = os.pidfd_open(supervisor)
         self.jobs = 0
         self.capabilities: dict[str, Any] | None = None
         self.sent: set[str] = set()  # keys of tables and code this worker was given
 
     def cpu_seconds(self) -> float:
-        return _proc_cpu(self.pid)
+        """CPU time of the worker, of the job processes it reaped, of its init and supervisor."""
+        return _proc_cpu(self.pid, reaped=True) + sum(
+            _proc_cpu(pid, reaped=False) for pid in (self.init, self.supervisor)
+        )
 
     def kill(self) -> None:
+        """Kills the worker (and so, through its init, its PID namespace) and returns once it and
+        its supervisor have exited, so no process of a retired worker is left when this returns."""
         with contextlib.suppress(OSError):
             if self.pidfd is not None:
                 signal.pidfd_send_signal(self.pidfd, signal.SIGKILL)
             else:
                 os.kill(self.pid, signal.SIGKILL)
+        for fd in (self.pidfd, self.supervisor_fd):
+            if fd is not None:
+                with contextlib.suppress(OSError):
+                    select.select([fd], [], [], 10.0)  # readable once the process has exited
         self.close()
 
     def close(self) -> None:
         with contextlib.suppress(OSError):
             self.sock.close()
-        if self.pidfd is not None:
-            with contextlib.suppress(OSError):
-                os.close(self.pidfd)
-            self.pidfd = None
+        for fd in (self.pidfd, self.supervisor_fd):
+            if fd is not None:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+        self.pidfd = self.supervisor_fd = None
 
 
 class SandboxPool:
@@ -154,12 +202,17 @@ class SandboxPool:
         self._spawning = 0
         self._closed = False
         self._next_root = 0
-        self.stats: dict[str, int] = {"jobs": 0, "fatal": 0, "spawned": 0, "recycled": 0}
+        self.stats: dict[str, int] = {"jobs": 0, "fresh_process": 0, "fatal": 0, "spawned": 0, "recycled": 0}
         self.fatal_kinds: dict[str, int] = {}
         self._retired_cpu = 0.0
         self.last_protocol_error: str | None = None
         self._capabilities: dict[str, Any] | None = None
         self._start_timeout_s = start_timeout_s
+        # Every process this pool ever started, for leak checks after close (see processes()).
+        self._uids: set[int] = set()
+        self._namespaces: set[int] = set()
+        self._known: dict[int, int | None] = {}
+        check_isolation(self.limits.isolation)
         self._base = Path(tempfile.mkdtemp(prefix="orchestrl-sbx-"))
         self._cleanup = weakref.finalize(self, shutil.rmtree, str(self._base), True)  # if never closed
         self._zygote: subprocess.Popen | None = None
@@ -188,6 +241,7 @@ class SandboxPool:
             )
         finally:
             child.close()
+        self._known[self._zygote.pid] = procs.start_time(self._zygote.pid)
         self._ctrl.settimeout(self._start_timeout_s)
         try:
             ready = json.loads(self._ctrl.recv(4096) or b"{}")
@@ -208,18 +262,23 @@ class SandboxPool:
         handle = self._acquire()
         started = time.monotonic()
         fatal: str | None = None
+        reply: dict[str, Any] | None = None
         try:
             reply = self._exchange(handle, job, started + job.wall_s)
             result = self._result(reply, job, time.monotonic() - started)
             fatal = result.fatal
         except TimeoutError:
             fatal = "timeout"
+        except _WorkerDied as died:
+            fatal = died.kind
+            with self._lock:
+                self._retired_cpu += died.cpu_s  # its /proc entry is gone
         except (EOFError, BrokenPipeError, ConnectionResetError):
             fatal = "crash"
         except (ProtocolError, OSError, KeyError, TypeError, ValueError) as exc:
             fatal = "protocol"
             self.last_protocol_error = f"{type(exc).__name__}: {exc}"
-        if fatal and fatal in _FAILURE_NAMES:
+        if fatal and (fatal in ("timeout", "protocol") or reply is None):
             result = JobResult(
                 nodes={
                     c.node_id: NodeOutcome("error", fatal, _FAILURE_NAMES[fatal], None, 0, (), 0.0, 0.0)
@@ -232,15 +291,30 @@ class SandboxPool:
         self._release(handle, retire=fatal is not None)
         with self._lock:
             self.stats["jobs"] += 1
+            self.stats["fresh_process"] += int(result.fresh_process)
             if fatal:
                 self.stats["fatal"] += 1
                 self.fatal_kinds[fatal] = self.fatal_kinds.get(fatal, 0) + 1
         return result
 
+    def require_strict(self) -> None:
+        """Raises :class:`.confine.SandboxUnavailable` unless the workers got every kernel layer."""
+        missing = Capabilities(**self.capabilities).missing_for_strict()
+        if missing:
+            raise SandboxUnavailable(_strict_error(f"the running pool's workers got no {', '.join(missing)}"))
+
     def resize(self, workers: int) -> None:
         """Grows (never shrinks) the pool to ``workers`` workers."""
         with self._lock:
             self.size = max(self.size, int(workers))
+
+    def processes(self) -> list[int]:
+        """Every live process this pool started, directly or through its jobs, that is still
+        there, found by the workers' uids and PID namespaces and the pids of its zygote, worker
+        supervisors and workers (start times checked). After :meth:`close` it must be empty."""
+        with self._lock:
+            uids, namespaces, known = set(self._uids), set(self._namespaces), dict(self._known)
+        return procs.find(uids, namespaces, known)
 
     def pids(self) -> list[int]:
         """The zygote and every live worker (for leak checks and memory accounting)."""
@@ -255,13 +329,16 @@ class SandboxPool:
         with self._lock:
             handles = [*self._idle, *self._busy]
             retired = self._retired_cpu
-        zygote = _proc_cpu(self._zygote.pid) if self._zygote is not None else 0.0
+        zygote = _proc_cpu(self._zygote.pid, reaped=False) if self._zygote is not None else 0.0
         return retired + zygote + sum(h.cpu_seconds() for h in handles)
 
     def memory_mb(self) -> dict[str, float]:
-        """Resident memory of the zygote and workers: RSS, and PSS (shared pages split fairly)."""
+        """Resident memory of the zygote, workers, their inits and supervisors: RSS, and PSS
+        (shared pages split fairly)."""
         rss = pss = 0.0
-        for pid in self.pids():
+        with self._lock:
+            supervisors = [p for h in (*self._idle, *self._busy) for p in (h.supervisor, h.init)]
+        for pid in [*self.pids(), *supervisors]:
             rss += _proc_kb(f"/proc/{pid}/status", "VmRSS:")
             pss += _proc_kb(f"/proc/{pid}/smaps_rollup", "Pss:")
         return {"rss_mb": rss / 1024, "pss_mb": pss / 1024}
@@ -306,7 +383,8 @@ class SandboxPool:
                     "memory_mb": self.limits.memory_mb,
                     "file_mb": self.limits.file_mb,
                     "open_files": self.limits.open_files,
-                    "kernel": self.limits.isolation == "auto",
+                    "kernel": self.limits.isolation != "process",
+                    "trust_certified": self.limits.trust_certified,
                 }
             ).encode()
             try:
@@ -314,22 +392,46 @@ class SandboxPool:
                 msg, fds, _, _ = socket.recv_fds(self._ctrl, 4096, 2)
             except OSError:
                 msg, fds = b"", []
-            if not msg or not fds:  # the zygote died: start a new one, once
+            if not msg:  # the zygote died: start a new one, once
                 self._restart_zygote()
                 self._ctrl.sendall(request)
                 msg, fds, _, _ = socket.recv_fds(self._ctrl, 4096, 2)
         if not msg or not fds:
+            for fd in fds:
+                os.close(fd)
             raise RuntimeError("sandbox zygote did not spawn a worker")
         info = json.loads(msg)
-        handle = _Handle(socket.socket(fileno=fds[0]), int(info["pid"]), fds[1] if len(fds) > 1 else None)
+        handle = _Handle(
+            socket.socket(fileno=fds[0]),
+            int(info["pid"]),
+            fds[1] if len(fds) > 1 else None,
+            int(info["supervisor"]),
+            int(info["init"]),
+        )
+        with self._lock:
+            for pid in (handle.supervisor, handle.init, handle.pid):
+                self._known[pid] = procs.start_time(pid)
         try:
             hello = load_reply(recv_frame(handle.sock, time.monotonic() + 30.0))
+            if hello.get("op") != "hello":
+                raise ProtocolError(f"expected hello, got {hello.get('op')!r}")
         except (TimeoutError, EOFError, ProtocolError) as exc:
             handle.kill()
             raise RuntimeError(f"sandbox worker failed to start: {exc}") from None
-        handle.capabilities = hello.get("capabilities")
+        caps = dict(hello.get("capabilities") or {})
+        handle.capabilities = caps
+        with self._lock:
+            if caps.get("own_uid"):
+                self._uids.add(int(caps["uid"]))
+            if caps.get("pid_namespace_id"):
+                self._namespaces.add(int(caps["pid_namespace_id"]))
+        if self.limits.isolation == "strict":
+            missing = Capabilities(**caps).missing_for_strict()
+            if missing:
+                handle.kill()
+                raise SandboxUnavailable(_strict_error(f"a worker got no {', '.join(missing)}"))
         if self._capabilities is None:
-            self._capabilities = handle.capabilities
+            self._capabilities = caps
         self.stats["spawned"] += 1
         return handle
 
@@ -398,7 +500,7 @@ class SandboxPool:
         message["input_blobs"] = {k: blob for k, blob in job.inputs.values() if k not in handle.sent}
         handle.sent.update(message["source_blobs"], message["code_blobs"], message["input_blobs"])
         send_frame(handle.sock, message)
-        reply = load_reply(recv_frame(handle.sock, deadline))
+        reply = self._reply(handle, deadline)
         if reply.get("op") == "missing":  # evicted from the worker's cache since: send everything
             everything = {
                 "source_blobs": dict(job.sources.values()),
@@ -406,10 +508,19 @@ class SandboxPool:
                 "input_blobs": dict(job.inputs.values()),
             }
             send_frame(handle.sock, {**message, **everything})
-            reply = load_reply(recv_frame(handle.sock, deadline))
+            reply = self._reply(handle, deadline)
         if reply.get("op") != "result":
             raise ProtocolError(f"unexpected reply {reply.get('op')!r}")
-        handle.sent.update(str(r.get("digest")) for r in reply["nodes"].values() if r.get("digest"))
+        if reply.get("kept"):  # outputs of a job run in a process of its own died with it
+            handle.sent.update(str(r.get("digest")) for r in reply["nodes"].values() if r.get("digest"))
+        return reply
+
+    @staticmethod
+    def _reply(handle: _Handle, deadline: float) -> dict[str, Any]:
+        reply = load_reply(recv_frame(handle.sock, deadline))
+        if reply.get("op") == "died":  # from the worker's init: the worker is gone
+            kind = "cpu_limit" if reply.get("signal") in CPU_KILL_SIGNALS else "crash"
+            raise _WorkerDied(kind, float(reply.get("cpu_s", 0.0)))
         return reply
 
     @staticmethod
@@ -433,7 +544,11 @@ class SandboxPool:
             )
         fatal = reply.get("fatal")
         return JobResult(
-            nodes=nodes, cpu_s=float(reply["cpu_s"]), wall_s=wall_s, fatal=str(fatal) if fatal else None
+            nodes=nodes,
+            cpu_s=float(reply["cpu_s"]),
+            wall_s=wall_s,
+            fatal=str(fatal) if fatal else None,
+            fresh_process=not reply.get("kept"),
         )
 
 
@@ -457,12 +572,32 @@ def _zygote_env() -> dict[str, str]:
     return env
 
 
-def _proc_cpu(pid: int) -> float:
-    """User + system CPU seconds of a live process (0 when it is gone)."""
+def check_isolation(isolation: str) -> None:
+    """Fails now, with one line, for an unknown isolation or ``"strict"`` without root (the
+    workers are checked again when they start)."""
+    if isolation not in ISOLATIONS:
+        raise ValueError(f"sandbox isolation must be one of {', '.join(ISOLATIONS)}, not {isolation!r}")
+    if isolation == "strict" and os.geteuid() != 0:
+        raise SandboxUnavailable(_strict_error(f"this process runs as uid {os.geteuid()}, not root"))
+
+
+def _strict_error(why: str) -> str:
+    return (
+        f"sandbox isolation 'strict' needs PID and network namespaces, a chroot and a uid of its own "
+        f"for every worker, and {why}; set sandbox_isolation: auto to run with rlimits and an audit "
+        f"hook instead (a tripwire, not a boundary)"
+    )
+
+
+def _proc_cpu(pid: int, reaped: bool) -> float:
+    """User + system CPU seconds of a live process, plus (``reaped``) those of the children it has
+    reaped (a worker's job processes; not the zygote's, whose children are counted live or when
+    retired); 0 when it is gone."""
     try:
         with open(f"/proc/{pid}/stat") as f:
             fields = f.read().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        used = (11, 12, 13, 14) if reaped else (11, 12)
+        return sum(int(fields[i]) for i in used) / os.sysconf("SC_CLK_TCK")
     except (OSError, IndexError, ValueError):
         return 0.0
 
@@ -485,27 +620,31 @@ _SHARED_USERS = 0
 _SHARED_LOCK = threading.Lock()
 
 
-def _shared_pool_locked(workers: int) -> SandboxPool:
+def _shared_pool_locked(workers: int, isolation: Isolation) -> SandboxPool:
     global _SHARED, _SHARED_PID, _SHARED_USERS
     if _SHARED is None or _SHARED._closed or _SHARED_PID != os.getpid():
-        _SHARED, _SHARED_PID, _SHARED_USERS = SandboxPool(workers=workers), os.getpid(), 0
+        pool = SandboxPool(workers=workers, limits=SandboxLimits(isolation=isolation))
+        _SHARED, _SHARED_PID, _SHARED_USERS = pool, os.getpid(), 0
     else:
+        if isolation == "strict":
+            _SHARED.require_strict()
         _SHARED.resize(workers)
     return _SHARED
 
 
-def shared_pool(workers: int = 1) -> SandboxPool:
+def shared_pool(workers: int = 1, isolation: Isolation = "auto") -> SandboxPool:
     """The process-wide pool (started on first use, grown to ``workers``, closed at exit). A
-    forked child never uses its parent's pool: it starts its own."""
+    forked child never uses its parent's pool: it starts its own. ``isolation="strict"`` on a
+    pool started as ``"auto"`` checks that its workers got every kernel layer."""
     with _SHARED_LOCK:
-        return _shared_pool_locked(workers)
+        return _shared_pool_locked(workers, isolation)
 
 
-def acquire_shared_pool(workers: int = 1) -> SandboxPool:
+def acquire_shared_pool(workers: int = 1, isolation: Isolation = "auto") -> SandboxPool:
     """:func:`shared_pool` for a long-lived user (an env), counted until :func:`release_shared_pool`."""
     global _SHARED_USERS
     with _SHARED_LOCK:
-        pool = _shared_pool_locked(workers)
+        pool = _shared_pool_locked(workers, isolation)
         _SHARED_USERS += 1
         return pool
 

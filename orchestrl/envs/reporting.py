@@ -1,4 +1,4 @@
-"""Env-reported episode metrics and artifacts, handled generically.
+"""What an env reports at an episode's end, and the RLlib callback that collects it for every algorithm.
 
 An env may put, at an episode's last step:
 - ``infos[agent]["metrics"] = {name: float}`` (LEMON's success and reward terms, Text2SQL's
@@ -8,17 +8,18 @@ An env may put, at an episode's last step:
   Each env-runner process keeps the files of its best episode (by ``metrics["score"]``, else the
   episode return); the trainer collects them at the end and logs the best as MLflow artifacts.
 
-Before the first iteration they run the experiment's ``warm_start`` (behaviour cloning), if any.
+The experiment builder adds :class:`EnvReportCallbacks` to every algorithm's callbacks.
 """
 
 from __future__ import annotations
 
-import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ray.rllib.callbacks.callbacks import RLlibCallback
 
-log = logging.getLogger(__name__)
+if TYPE_CHECKING:
+    from ray.rllib.env.multi_agent_episode import MultiAgentEpisode
+    from ray.rllib.utils.metrics.metrics_logger import MetricsLogger
 
 ENV_METRIC_PREFIX = "env/"
 
@@ -45,22 +46,13 @@ def episode_metrics(last_infos: dict[str, Any]) -> dict[str, float]:
     return {}
 
 
-class OrchestrlCallbacks(RLlibCallback):
-    def on_algorithm_init(self, *, algorithm: Any, metrics_logger: Any = None, **kwargs: Any) -> None:
-        """Runs the experiment's ``warm_start`` (behaviour cloning), if any, before the first
-        iteration, and pushes the cloned weights to every env runner."""
-        from orchestrl.algorithms.behaviour_cloning import configured_warm_start
-        from orchestrl.training.weight_carry import sync_learner_weights
+class EnvReportCallbacks(RLlibCallback):
+    """Logs each finished episode's env metrics under ``env/<name>`` and keeps the files of this
+    process's best episode (see the module docstring)."""
 
-        warm_start = configured_warm_start(algorithm.config)
-        if warm_start is None:
-            return
-        for result in algorithm.learner_group.foreach_learner(warm_start):
-            for module_id, losses in result.get().items():
-                log.info("warm start of %s: BC loss %.3f -> %.3f", module_id, losses[0], losses[-1])
-        sync_learner_weights(algorithm)
-
-    def on_episode_end(self, *, episode: Any, metrics_logger: Any = None, **kwargs: Any) -> None:
+    def on_episode_end(
+        self, *, episode: MultiAgentEpisode, metrics_logger: MetricsLogger | None = None, **kwargs: Any
+    ) -> None:
         last_infos = episode.get_infos(-1)
         _keep_if_best(last_infos, float(episode.get_return()))
         if metrics_logger is None:

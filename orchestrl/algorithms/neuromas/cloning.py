@@ -1,9 +1,9 @@
-"""Behaviour-cloning warm start from the env's expert, before any RL.
+"""NeuroMAS' behaviour-cloning loss: the whole team graph fitted to the env expert's joint actions.
 
-Random play succeeds on ~0.1% of Text2SQL questions, so RL from scratch sees almost no reward. The
-seed write-up's remedy: clone an expert first. ``collect_demonstrations`` steps the team env with
-``env.expert_actions()``; ``behaviour_cloning`` then maximises the log-likelihood of the expert's
-joint action under the team graph:
+The demonstrations, the settings (the ``warm_start:`` section) and the hook that runs this once the
+algorithm is built are shared with every algorithm (:mod:`orchestrl.algorithms.behaviour_cloning`).
+What is NeuroMAS' own is the loss, which maximises the log-likelihood of the expert's joint action
+under the team graph:
 
     L_BC = -E_(s, a*) ~ D [ sum_c log pi_c(a*_c | s) ]         (env components c only)
 
@@ -29,106 +29,46 @@ NeuroMAS-7 0.886 -> 0.863, 0.863, 0.894.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import torch
 import torch.nn.functional as F
-import tree
 from ray.rllib.core.columns import Columns
-from ray.rllib.evaluation.postprocessing import discount_cumsum
-from ray.rllib.utils.spaces import space_utils
 
-from orchestrl.algorithms.neuromas.team_env import TEAM, NeuromasTeamEnv
-
-
-@dataclass
-class Demonstrations:
-    obs: dict[str, Any]
-    """The team observations, stacked: a tree of arrays with a leading batch axis."""
-    actions: np.ndarray
-    """(N, env components) the expert's joint actions."""
-    returns: np.ndarray
-    """(N,) the expert's discounted return from each observation to its episode's end."""
-    rewards: np.ndarray
-    """(N,) the team reward of each expert step."""
-
-    def __len__(self) -> int:
-        return len(self.actions)
-
-    def batch(self, index: np.ndarray | slice) -> tuple[dict[str, Any], torch.Tensor]:
-        obs = tree.map_structure(lambda x: torch.as_tensor(x[index]), self.obs)
-        return obs, torch.as_tensor(self.actions[index])
-
-
-def collect_demonstrations(
-    env_config: dict[str, Any], n: int, seed: int = 0, gamma: float = 0.99
-) -> Demonstrations:
-    """``n`` (team observation, expert joint action, discounted return, reward) tuples from the env's own
-    expert; the last episode is played to its end so that every return is complete."""
-    env = NeuromasTeamEnv(env_config)
-    try:
-        if not hasattr(env.inner.raw_env, "expert_actions"):
-            raise AttributeError(
-                f"env '{env_config.get('name')}' has no expert_actions(): behaviour cloning needs one"
-            )
-        slots = int(np.asarray(env.action_space[TEAM].nvec).size) - sum(len(v) for v in env.nvecs.values())
-        observations, actions, returns, rewards, episode = [], [], [], [], []
-        obs, _ = env.reset(seed=seed)
-        while len(actions) < n or episode:
-            expert = env.expert_actions()
-            if len(actions) < n:
-                observations.append(obs[TEAM])
-                actions.append(expert)
-            obs, reward, terminated, truncated, _ = env.step(
-                {TEAM: np.concatenate([expert, np.zeros(slots, int)])}
-            )
-            episode.append(float(reward[TEAM]))
-            if terminated["__all__"] or truncated["__all__"]:
-                returns += discount_cumsum(np.asarray(episode), gamma).tolist()
-                rewards += episode
-                episode = []
-                obs, _ = env.reset()
-    finally:
-        env.inner.close()
-    return Demonstrations(
-        space_utils.batch(observations),
-        np.asarray(actions, dtype=np.int64),
-        np.asarray(returns[:n], dtype=np.float32),
-        np.asarray(rewards[:n], dtype=np.float32),
-    )
+from orchestrl.algorithms.behaviour_cloning import Demonstrations, WarmStartSection
 
 
 def behaviour_cloning(
     module: Any,
     demos: Demonstrations,
+    settings: WarmStartSection,
     *,
-    epochs: int,
-    batch_size: int = 256,
-    lr: float = 1e-3,
+    env_components: int,
     token_dropout: float = 0.1,
     seed: int = 0,
 ) -> dict[str, list[float]]:
     """Fits ``module`` (a :class:`.module.NeuromasModule`) to ``demos`` in place: the policy to the
-    expert's actions; the critic to its returns and the auxiliary head to its rewards, both on the
-    node states detached. Returns each loss's mean per epoch (``bc``, ``value``, ``aux``)."""
+    expert's actions (the first ``env_components`` of each joint action; the rest are message
+    slots), the critic to its returns and the auxiliary head to its rewards, both on the node states
+    detached. Returns each loss's mean per epoch (``bc``, ``value``, ``aux``)."""
     generator = np.random.default_rng(seed)
     torch.manual_seed(seed)
     policy = [p for p in module.net.parameters() if p.requires_grad]
     heads = [module.critic] + ([module.aux_head] if module.aux_head is not None else [])
     judges = [p for head in heads for p in head.parameters() if p.requires_grad]
-    optimiser = torch.optim.Adam(policy + judges, lr=lr)
+    optimiser = torch.optim.Adam(policy + judges, lr=settings.lr)
     mode = "gumbel" if module.discrete else "greedy"
     dist_cls = module.env_action_dist_cls()
     history: dict[str, list[float]] = {"bc": [], "value": [], **({"aux": []} if len(heads) > 1 else {})}
     module.train()
-    for _ in range(epochs):
+    for _ in range(settings.epochs):
         order = generator.permutation(len(demos))
         totals = dict.fromkeys(history, 0.0)
-        for start in range(0, len(order), batch_size):
-            index = order[start : start + batch_size]
+        for start in range(0, len(order), settings.batch_size):
+            index = order[start : start + settings.batch_size]
             obs, actions = demos.batch(index)
+            actions = actions[:, :env_components]
             batch = {Columns.OBS: obs}
             out = module.run_graph(batch, mode, token_dropout=token_dropout)
             bc = -dist_cls.from_logits(out.env_logits).logp(actions).mean()

@@ -1,0 +1,37 @@
+"""What an algorithm's ``configure`` function receives besides its own knobs.
+
+Every algorithm is registered as a pair (its knobs' config class, a ``configure`` function; see
+``orchestrl.experiment.algorithms``). ``configure(ppo, knobs, context)`` shapes the RLlib
+``PPOConfig`` that the experiment builder made (env, runners, PPO's knobs, seed: read them from
+``ppo``) with the algorithm's modules, connectors, learner and callbacks. The context carries the
+rest of the experiment an algorithm may read: the env, the shared network shape and the warm start.
+Nothing here knows the experiment YAML, so algorithms never import the layers above them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from orchestrl.algorithms.behaviour_cloning import WarmStartSection
+from orchestrl.envs.info import EnvInfo
+
+
+class ModelSection(BaseModel):
+    """The ``model:`` section: the networks' shape (actor and critic MLPs, a NeuroMAS node's blocks)."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+    hidden: list[int] = Field(default_factory=lambda: [64, 64], min_length=1)
+    critic_hidden: list[int] | None = None
+    activation: Literal["tanh", "relu", "silu"] = "tanh"
+
+
+@dataclass(frozen=True)
+class BuildContext:
+    """The experiment as an algorithm sees it."""
+
+    env: EnvInfo
+    model: ModelSection
+    warm_start: WarmStartSection

@@ -1,0 +1,194 @@
+"""``orchestrl serve``: a trained team behind HTTP JSON endpoints, on Ray Serve.
+
+One Serve application (``orchestrl``, route prefix ``/``) with one deployment,
+:class:`TeamDeployment`, whose replicas each hold the team's policy. The policy travels to the
+replicas inside the application (Ray ships it), so on a cluster (``--address``) no replica needs
+the checkpoint on its disk.
+
+Routes:
+
+- ``GET /``: what is served (checkpoint, env, algorithm, agents and their spaces, endpoints);
+- ``POST /act``, for every env: ``{"observations": {agent: observation}}`` ->
+  ``{"actions": {agent: action}}``, the greedy joint action
+  (:class:`~orchestrl.experiment.policy.TrainedPolicy`; observations as the env the team trained on
+  gives them, JSON numbers and lists, objects for Dict spaces).
+
+A bad request gets HTTP 4xx and ``{"error": "<field>: <what is wrong>", "field": "<field>"}``,
+the field as a dotted path (``observations.agent_0``); an unknown route 404, a wrong method 405.
+
+**Endpoints per env family.** :data:`ENDPOINTS` lists, per env family, the endpoints its teams
+serve besides ``/act`` (``"*"``: every family). An endpoint is a class built from the
+:class:`ServedTeam` with a ``path`` and ``__call__(body: dict) -> dict`` that raises
+:class:`RequestError` (field, message) on bad input; :class:`ActEndpoint` is the model. A family
+adds one by writing that class in its own module and listing ``"module:Class"`` under its family.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from orchestrl.experiment.policy import ObservationError, TrainedPolicy, to_json
+
+APP_NAME = "orchestrl"
+
+
+class RequestError(ValueError):
+    """A request the endpoint cannot answer: ``field`` names the culprit (a dotted JSON path)."""
+
+    def __init__(self, field: str, message: str, status: int = 400) -> None:
+        super().__init__(f"{field}: {message}")
+        self.field = field
+        self.message = message
+        self.status = status
+
+
+@dataclass
+class ServedTeam:
+    """Everything an endpoint may be built from; pickled into the application for the replicas."""
+
+    policy: TrainedPolicy
+    checkpoint: str
+    family: str
+    experiment: dict[str, Any] = field(default_factory=dict)
+    """The run's resolved experiment config (``ExperimentConfig.to_dict()``)."""
+
+
+class Endpoint(Protocol):
+    path: str
+
+    def __call__(self, body: Mapping[str, Any]) -> dict[str, Any]: ...
+
+
+class ActEndpoint:
+    """``POST /act``: observations -> the greedy joint action, for any env."""
+
+    path = "/act"
+
+    def __init__(self, team: ServedTeam) -> None:
+        self.policy = team.policy
+
+    def __call__(self, body: Mapping[str, Any]) -> dict[str, Any]:
+        if "observations" not in body:
+            raise RequestError("observations", "required: an object of agent -> observation")
+        try:
+            observations = self.policy.observations(body["observations"])
+        except ObservationError as err:
+            raise RequestError(err.field, err.message) from None
+        return {"actions": to_json(self.policy.act(observations))}
+
+
+ENDPOINTS: dict[str, tuple[str, ...]] = {
+    "*": ("orchestrl.deploy.serve:ActEndpoint",),
+}
+"""Env family (``orchestrl envs``) -> the endpoints its teams serve (module docstring)."""
+
+
+def build_endpoints(team: ServedTeam) -> dict[str, Endpoint]:
+    """The endpoints of ``team``'s family, by path."""
+    out: dict[str, Endpoint] = {}
+    for path in (*ENDPOINTS["*"], *ENDPOINTS.get(team.family, ())):
+        module, _, name = path.partition(":")
+        endpoint = getattr(importlib.import_module(module), name)(team)
+        out[endpoint.path] = endpoint
+    return out
+
+
+class TeamRouter:
+    """HTTP semantics without the server: (method, path, body bytes) -> (status, JSON)."""
+
+    def __init__(self, team: ServedTeam) -> None:
+        self.endpoints = build_endpoints(team)
+        self.index = {
+            "checkpoint": team.checkpoint,
+            "family": team.family,
+            **team.policy.describe(),
+            "endpoints": {path: "POST" for path in sorted(self.endpoints)},
+        }
+
+    def handle(self, method: str, path: str, body: bytes) -> tuple[int, dict[str, Any]]:
+        path = "/" + path.strip("/")
+        if path == "/":
+            return (200, self.index) if method == "GET" else _error(405, "method", "GET / only")
+        endpoint = self.endpoints.get(path)
+        if endpoint is None:
+            return _error(404, "path", f"no endpoint {path} (endpoints: {', '.join(sorted(self.endpoints))})")
+        if method != "POST":
+            return _error(405, "method", f"{path} takes POST, not {method}")
+        try:
+            data = json.loads(body or b"null")
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            return _error(400, "body", "not valid JSON")
+        if not isinstance(data, dict):
+            return _error(400, "body", "expected a JSON object")
+        try:
+            return 200, endpoint(data)
+        except RequestError as err:
+            return _error(err.status, err.field, err.message)
+
+
+def _error(status: int, field: str, message: str) -> tuple[int, dict[str, Any]]:
+    return status, {"error": f"{field}: {message}", "field": field}
+
+
+def team_deployment(replicas: int = 1, cpus: float = 1.0) -> Any:
+    """The Serve deployment of :class:`TeamDeployment`, with its replica count and CPUs per replica."""
+    from ray import serve
+
+    return serve.deployment(
+        TeamDeployment,
+        name="team",
+        num_replicas=replicas,
+        max_ongoing_requests=32,
+        ray_actor_options={"num_cpus": cpus},
+    )
+
+
+class TeamDeployment:
+    """A Serve replica: a :class:`TeamRouter` behind Starlette's request and response."""
+
+    def __init__(self, team: ServedTeam) -> None:
+        import torch
+
+        torch.set_num_threads(1)  # one request at a time per replica; more threads only contend
+        self.router = TeamRouter(team)
+
+    async def __call__(self, request: Any) -> Any:
+        from starlette.responses import JSONResponse
+
+        status, payload = self.router.handle(request.method, request.url.path, await request.body())
+        return JSONResponse(payload, status_code=status)
+
+
+def start(
+    team: ServedTeam,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    replicas: int = 1,
+    cpus: float = 1.0,
+    verbose: bool = False,
+) -> str:
+    """Deploys ``team`` on the connected Ray (Serve's HTTP proxy on ``host:port``); returns the URL."""
+    from ray import serve
+
+    if not verbose:
+        logging.getLogger("ray.serve").setLevel(logging.WARNING)  # Serve's own progress lines
+    serve.start(http_options={"host": host, "port": port})
+    app = team_deployment(replicas, cpus).bind(team)
+    serve.run(app, name=APP_NAME, route_prefix="/", blocking=False)
+    return f"http://{host}:{port}"
+
+
+def stop(*, keep_serve: bool = False) -> None:
+    """Removes the application, and Serve's controller and HTTP proxies unless ``keep_serve``
+    (a cluster's Serve may hold other applications; a local Ray's ends with its session anyway)."""
+    from ray import serve
+
+    serve.delete(APP_NAME)
+    if not keep_serve:
+        serve.shutdown()

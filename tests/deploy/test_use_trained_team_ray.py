@@ -1,0 +1,121 @@
+"""A real `orchestrl train` run used three ways: its summary names the checkpoint, its MLflow
+model acts, `orchestrl evaluate RUN_ID` nests under it, and `orchestrl serve`'s Ray Serve app
+answers HTTP on 127.0.0.1 (concurrent requests, bad requests), then shuts down (a real local Ray)."""
+
+from __future__ import annotations
+
+import json
+import socket
+import urllib.error
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import mlflow
+import pytest
+from deploy_helpers import tiny
+from typer.testing import CliRunner
+
+from orchestrl.cli import app, summary_table
+from orchestrl.deploy import serve
+from orchestrl.deploy.team import find_team
+from orchestrl.experiment.config import validate_config
+from orchestrl.experiment.policy import to_json
+from orchestrl.tracking import names
+from orchestrl.tracking.models import tracking_uri
+from orchestrl.tracking.store import RunStore
+from orchestrl.training.train import TrainSummary, train
+
+pytestmark = pytest.mark.ray
+
+
+@pytest.fixture(scope="module")
+def trained(ray_local: Path, tmp_path_factory: pytest.TempPathFactory) -> TrainSummary:
+    run_dir = tmp_path_factory.mktemp("use") / "runs"
+    data = tiny("mappo", stop={"iterations": 1}, tracking={"checkpoint_every": 0})
+    return train(validate_config({**data, "run_dir": str(run_dir)}), echo=lambda _: None)
+
+
+def observations(team: Any, seeds: range) -> list[dict[str, Any]]:
+    ppo = team.rllib_config("train")
+    env = ppo.env(ppo.env_config)
+    try:
+        return [{a: o.tolist() for a, o in env.reset(seed=s)[0].items()} for s in seeds]
+    finally:
+        env.close()
+
+
+def test_train_prints_the_checkpoint_and_logs_a_policy_model_that_acts(trained: TrainSummary) -> None:
+    assert summary_table(trained).splitlines()[-1].split() == ["checkpoint", trained.checkpoint]
+    store = RunStore(trained.tracking_uri)
+    run = store.run(trained.run_id)
+    experiment = store.client.get_experiment_by_name("tiny_mappo")
+    assert experiment.tags[names.TAG_EXPERIMENT_KIND] == names.EXPERIMENT_KIND_TRAINING
+    team = find_team(trained.run_id, tracking_uri=trained.tracking_uri)
+    policy = team.policy(team.rllib_config("train"))
+    obs = observations(team, range(3))
+    with tracking_uri(trained.tracking_uri):
+        model = mlflow.pyfunc.load_model(run.tags[names.TAG_MODEL])
+    assert model.predict(obs) == [to_json(policy.act(policy.observations(o))) for o in obs]
+
+
+def test_evaluate_a_training_run_by_its_id(trained: TrainSummary) -> None:
+    run_dir = str(Path(trained.run_path).parents[2])
+    result = CliRunner().invoke(app, ["evaluate", trained.run_id, "--episodes", "3", "--run-dir", run_dir])
+    assert result.exit_code == 0, result.output
+    assert f"nested under {trained.run_id}" in result.stdout
+    assert "episode_len      5.00 [5.00, 5.00]" in result.stdout
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def call(url: str, body: Any = None, method: str = "POST") -> tuple[int, dict[str, Any]]:
+    data = body if isinstance(body, bytes) else None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(
+        url, data=data, method=method, headers={"content-type": "application/json"}
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=30) as resp:
+            return resp.status, json.loads(resp.read())
+    except urllib.error.HTTPError as err:
+        return err.code, json.loads(err.read())
+
+
+def test_serve_answers_act_over_http_concurrently_and_rejects_bad_requests(trained: TrainSummary) -> None:
+    team = find_team(trained.checkpoint)
+    policy = team.policy(team.rllib_config("train"))
+    port = free_port()
+    url = serve.start(serve.ServedTeam(policy, trained.checkpoint, "mpe"), host="127.0.0.1", port=port)
+    try:
+        status, index = call(f"{url}/", method="GET")
+        assert status == 200 and set(index["agents"]) == {"agent_0", "agent_1"}
+        assert index["endpoints"] == {"/act": "POST"}
+
+        obs = observations(team, range(24))
+        with ThreadPoolExecutor(8) as pool:  # 8 clients at once
+            answers = list(pool.map(lambda o: call(f"{url}/act", {"observations": o}), obs))
+        expected = [{"actions": to_json(policy.act(policy.observations(o)))} for o in obs]
+        assert answers == [(200, e) for e in expected]
+        assert len({json.dumps(e) for e in expected}) > 1  # the answers depend on the observations
+
+        bad_shape = {"observations": {"agent_0": [0.0, 1.0]}}
+        assert call(f"{url}/act", bad_shape) == (
+            400,
+            {"error": "observations.agent_0: expected shape [12], got [2]", "field": "observations.agent_0"},
+        )
+        assert call(f"{url}/act", {"obs": {}})[1]["field"] == "observations"
+        assert call(f"{url}/act", b"{not json")[0:2] == (
+            400,
+            {"error": "body: not valid JSON", "field": "body"},
+        )
+        assert call(f"{url}/plan", {})[0] == 404
+        assert call(f"{url}/act", method="GET")[0] == 405
+    finally:
+        serve.stop()
+    with pytest.raises(OSError), socket.create_connection(("127.0.0.1", port), timeout=5):
+        pass  # Serve's HTTP proxy is gone
