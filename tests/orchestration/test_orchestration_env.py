@@ -227,6 +227,7 @@ def test_a_padded_layout_shares_level_four_spaces_and_keeps_the_expert_exact(lev
     assert infos[agent]["metrics"]["success"] == 1.0 and total >= 0.99
     _, plain = _play(OrchestrationEnv(level=level, rounds=1), 4, lambda e, o: e.expert_actions())
     _, wide = _play(padded, 4, lambda e, o: e.expert_actions())
+    assert set(padded.expert_actions()) == set(padded.possible_agents)  # no action for a padded slot
     assert wide[agent]["metrics"]["success"] == plain[agent]["metrics"]["success"]
     parallel_api_test(OrchestrationEnv(level=level, layout_level=4), num_cycles=10)
 

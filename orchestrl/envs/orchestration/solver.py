@@ -105,11 +105,13 @@ def solve(task: Any, executor: Any, budget: int | None = None) -> Solution:
 
 def spec_actions(spec: OrchestrationSpec | None, task: Any, layout: ActionLayout) -> dict[str, np.ndarray]:
     """One action per agent slot that writes ``spec`` (nodes ``agent_<slot>``; idle where it has
-    no node). Deps that are a table's chain head become table references (see :mod:`.actions`)."""
+    no node) of the task's level; a layout built for a larger level (``layout_level``) has more
+    slots, which are not agents here. Deps that are a table's chain head become table references
+    (see :mod:`.actions`)."""
     nodes = list(spec.nodes) if spec is not None else []
     by_id = {n.id: n for n in nodes}
     out = {}
-    for i in range(layout.agents):
+    for i in range(min(layout.agents, task.level.agents)):
         before = [n.model_dump(mode="json") for n in nodes if int(n.id.rsplit("_", 1)[1]) < i]
         out[agent_id(i)] = layout.encode(task, i, by_id.get(agent_id(i)), before)
     return out
