@@ -61,8 +61,15 @@ def rename(column: str) -> str:
     return ALIASES.get(column, f"{column}_out")
 
 
-def domain_of(name: str) -> Domain:
-    return next(d for d in DOMAINS if d.name == name)
+def domain_of(name: str | Domain) -> Domain:
+    """The domain a task's public inputs name: one of :data:`.domains.DOMAINS` by name, or a
+    :class:`.domains.Domain` given as is (a user's tables, :func:`.byexample.infer_domain`)."""
+    if isinstance(name, Domain):
+        return name
+    found = next((d for d in DOMAINS if d.name == name), None)
+    if found is None:
+        raise ValueError(f"unknown domain {name!r} (known: {', '.join(d.name for d in DOMAINS)})")
+    return found
 
 
 def propose(

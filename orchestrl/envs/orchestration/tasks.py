@@ -114,7 +114,8 @@ class PublicInputs:
     seed that orders the candidate lists (:func:`.candidates.propose`)."""
 
     level: Level
-    domain: str
+    domain: str | Domain
+    """A generated task's domain name, or a :class:`.domains.Domain` (a user's tables)."""
     sources: Mapping[str, pd.DataFrame]
     target_columns: tuple[str, ...]
     examples: pd.DataFrame
@@ -170,7 +171,7 @@ class Task:
         return self.public.candidates
 
     @property
-    def domain(self) -> str:
+    def domain(self) -> str | Domain:
         return self.public.domain
 
     @property
