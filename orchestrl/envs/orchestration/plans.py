@@ -80,13 +80,14 @@ def wire(
     slots: Mapping[int, Stage], source_names: Sequence[str], task: TaskRef | None = None
 ) -> OrchestrationSpec:
     """The spec of ``slots`` (slot -> stage) with the canonical wiring; node ids ``agent_<slot>``,
-    the output is the last slot's node. Raises :class:`.spec.SpecError` for an impossible plan."""
+    the output is the last slot's node. A cleaning stage acts on its table's chain, or on the main
+    stream when its home is :data:`POST`. Raises :class:`.spec.SpecError` for an impossible plan."""
     heads = {i: name for i, name in enumerate(source_names)}
     nodes = []
     for slot in sorted(slots):
         stage = slots[slot]
         node_id = f"agent_{slot}"
-        if stage.role in PREP_ROLES:
+        if stage.role in PREP_ROLES and stage.home != POST:
             deps = [heads[stage.home]]
             heads[stage.home] = node_id
         elif stage.role is Role.JOIN:

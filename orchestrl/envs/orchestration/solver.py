@@ -54,7 +54,6 @@ from orchestrl.envs.orchestration.spec import (
     OrchestrationSpec,
     Role,
     SpecError,
-    parse_spec,
 )
 from orchestrl.envs.orchestration.tables import TargetIndex
 
@@ -223,29 +222,10 @@ def _spec_free(slots: dict[int, Stage], public: Any, view: PublicView) -> Orches
     order = sorted(slots)
     stages = [slots[i] for i in order]
     staged = view.capacities([dataclasses.replace(s, home=0) if s.home == POST else s for s in stages])
-    heads = {i: name for i, name in enumerate(public.source_names)}
-    nodes = []
-    for slot, original, st in zip(order, stages, staged, strict=True):
-        node_id = f"agent_{slot}"
-        if original.role in PREP_ROLES and original.home != POST:
-            deps = [heads[original.home]]
-            heads[original.home] = node_id
-        elif original.role is Role.JOIN:
-            deps = [heads[0], heads[original.home]]
-            heads[0] = node_id
-        else:
-            deps = [heads[0]]
-            heads[0] = node_id
-        nodes.append(
-            {
-                "id": node_id,
-                "role": st.role.value,
-                "duty": st.duty.model_dump(mode="json"),
-                "capacity": st.capacity.value,
-                "deps": deps,
-            }
-        )
+    sized = {
+        slot: st.with_capacity(done.capacity) for slot, st, done in zip(order, stages, staged, strict=True)
+    }
     try:
-        return parse_spec({"sources": list(public.source_names), "nodes": nodes, "output": nodes[-1]["id"]})
+        return wire(sized, public.source_names)
     except SpecError:
         return None
