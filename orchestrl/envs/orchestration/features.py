@@ -208,7 +208,7 @@ class ObservationBuilder:
         rank = sum(1 for f in self.skeleton[:slot] if f is family)
         slot_vec[self.layout.agents + len(Family) + min(rank, 2)] = 1.0
         round_vec = np.array([round_index / max(rounds, 1), float(round_index == 0)])
-        mine = task_part * self._family_mask(family)
+        mine = sanitise(task_part) * self._family_mask(family)  # finite first: inf * 0 is nan
         parts = [slot_vec, round_vec, mine, self._feedback(feedback), self._team_spec(feedback)]
         return sanitise(np.concatenate(parts))
 
