@@ -25,6 +25,11 @@ Run::
     .venv/bin/python benchmarks/orchestration_env.py --quick   # under 3 minutes on 2 cores
     .venv/bin/python benchmarks/orchestration_env.py           # 2,000 probe tasks per level
 
+Measured (full run, 57 min at load 4-13): random team 0.007 / 0.000 / 0.000 / 0.000 at levels
+1 / 2 / 3 / 4; solver 1.00 / 0.99 / 0.98 / 0.85 in 10 / 23 / 42 / 172 ms per task; multi-plan
+share 0.58 / 1.00 / 1.00 / 0.93; linear probe 1.000 / 0.998 / 0.996 / 0.805 (the README says why
+levels 1-3 reach 1.0 without a leak). ``--quick`` took 73 s at load 2.7.
+
 It prints one JSON object (``levels`` keyed by level number, plus the settings, the load average
 and the seconds it took) and writes it to ``--out`` (default ``runs/bench/orchestration_env.json``).
 Levels run two at a time in spawned worker processes, each with its own sandbox pool.
