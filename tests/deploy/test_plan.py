@@ -22,6 +22,9 @@ from orchestrl.deploy.plan import Limits, PlanInputError, Planner, check_limits
 from orchestrl.deploy.team import find_team
 from orchestrl.envs.orchestration.tasks import generate_task
 
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "plan"
+"""The README's example: a held-out level-1 task's public inputs (orders, 16 without a channel;
+five rows of the orders with a channel, with revenue = qty x unit_price)."""
 TEAM_SOLVES = 0
 """A held-out level-1 task the warm-started team's own spec solves (measured: it did on 8 of
 held-out seeds 0-11; the untrained team's on 1)."""
@@ -71,6 +74,13 @@ def test_the_team_plans_and_its_pipeline_runs_alone(plan_teams: dict[str, Path],
     assert sorted(output.columns) == sorted(examples.columns)
     assert holds_every_row(output, examples)
     assert len(output) == written["match"]["rows"]
+
+
+def test_the_readme_example_plans(plan_teams: dict[str, Path], tmp_path: Path) -> None:
+    args = [f"orders={EXAMPLES / 'orders.csv'}"]
+    result = plan(plan_teams["warm"], args, EXAMPLES / "target_example.csv", tmp_path / "plan")
+    assert result.exit_code == 0, result.output
+    assert json.loads((tmp_path / "plan" / "plan.json").read_text())["ok"] is True
 
 
 def test_when_the_team_fails_the_solver_steps_in_and_says_so(plan_teams: dict[str, Path]) -> None:
@@ -174,17 +184,14 @@ def served(plan_teams: dict[str, Path]) -> serve.ServedTeam:
     return serve.ServedTeam(policy, str(team.checkpoint), "orchestration", team.config.to_dict())
 
 
-def csv_body(task: Any) -> dict[str, Any]:
-    return {
-        "sources": {name: frame.to_csv(index=False) for name, frame in task.sources.items()},
-        "target_example": task.public.examples.to_csv(index=False),
-    }
-
-
 def test_plan_endpoint_answers_and_names_bad_fields(served: serve.ServedTeam) -> None:
     router = serve.TeamRouter(served)
     assert router.handle("GET", "/", b"")[1]["endpoints"] == {"/act": "POST", "/plan": "POST"}
-    body = csv_body(generate_task(1, "heldout", TEAM_SOLVES))
+    body = json.loads((EXAMPLES / "request.json").read_text())  # the README's curl
+    assert body == {
+        "sources": {"orders": (EXAMPLES / "orders.csv").read_text()},
+        "target_example": (EXAMPLES / "target_example.csv").read_text(),
+    }
     status, answer = router.handle("POST", "/plan", json.dumps(body).encode())
     assert status == 200, answer
     assert (answer["by"], answer["ok"]) == ("team", True)
