@@ -122,6 +122,10 @@ def plan_command(
             help="Where spec.yaml, pipeline.py, plan.json and data/ go (default runs/plans/<checkpoint>).",
         ),
     ] = None,
+    target_rows: Annotated[
+        int | None,
+        typer.Option("--target-rows", min=1, help="The wanted table's row count, when you know it."),
+    ] = None,
     no_fallback: Annotated[
         bool, typer.Option("--no-fallback", help="Do not fall back to the solver when the team's spec fails.")
     ] = False,
@@ -162,7 +166,7 @@ def plan_command(
     except PlanInputError as err:
         fail(f"--checkpoint {checkpoint}: {err.message}")
     try:
-        plan = planner.plan(sources, examples, fallback=not no_fallback)
+        plan = planner.plan(sources, examples, fallback=not no_fallback, target_rows=target_rows)
     except PlanInputError as err:
         where = "--target-example" if err.field == "target_example" else "--source"
         fail(f"{where} {err}")

@@ -10,9 +10,11 @@ the env (rebuilt from the run's config) observes them, and the checkpoint's gree
 the sandbox and is checked against the example rows: the right columns and every example row in the
 output.
 
-- **One round.** The team writes its round-1 spec. Round 2's feedback in training compares the
-  output with the whole hidden target (its row count among others), which a user's example rows
-  do not give, so the revision round is not played here.
+- **Every round.** The team plays its rounds as in training: after round 1 each agent sees its own
+  node's outcome and how the output compares with the example rows (the env's round-2 feedback).
+  The output's row-count ratio needs the wanted table's row count, which the examples do not give:
+  ``target_rows`` when the user knows it, else a ratio of 1 (no signal). The final round's spec is
+  the team's.
 - **Fallback.** When the team's spec is invalid, fails, or does not hold the examples, the
   public-inputs solver (:func:`~orchestrl.envs.orchestration.byexample.solve`, the search the
   team's warm start cloned) searches the same candidates in the sandbox; the result says which of
@@ -130,6 +132,8 @@ class ExampleMatch:
     examples_held: float
     rows: int
     errors: list[str] = field(default_factory=list)
+    rows_expected: int | None = None
+    """The ``target_rows`` the user gave (then ``ok`` also needs ``rows`` to equal it)."""
 
 
 @dataclass
@@ -163,21 +167,23 @@ class Plan:
         lines = list(self.notes)
         lines.append(
             f"{'the team' if self.by == 'team' else 'the solver'}'s spec: "
-            + ("holds every example row" if m.ok else "does NOT hold the examples")
+            + ("matches: it holds every example row" if m.ok else "does NOT match")
             + f" (columns {'match' if m.columns_match else 'differ'},"
-            f" {m.examples_held:.0%} of the example rows, {m.rows} output rows)"
+            f" {m.examples_held:.0%} of the example rows, {m.rows} output rows"
+            + (f" for {m.rows_expected} wanted)" if m.rows_expected is not None else ")")
         )
         return "\n".join(lines)
 
 
-def _match(check: Any) -> ExampleMatch:
+def _match(check: Any, target_rows: int | None) -> ExampleMatch:
     return ExampleMatch(
-        ok=bool(check.ok),
+        ok=bool(check.ok) and (target_rows is None or int(check.rows) == target_rows),
         ran=bool(check.ran),
         columns_match=bool(check.columns_match),
         examples_held=float(check.examples_held),
         rows=int(check.rows),
         errors=list(check.errors),
+        rows_expected=target_rows,
     )
 
 
@@ -210,11 +216,15 @@ class Planner:
         self.env.close()
 
     def plan(
-        self, sources: Mapping[str, pd.DataFrame], examples: pd.DataFrame, fallback: bool = True
+        self,
+        sources: Mapping[str, pd.DataFrame],
+        examples: pd.DataFrame,
+        fallback: bool = True,
+        target_rows: int | None = None,
     ) -> Plan:
-        """The team's spec for ``sources`` and ``examples`` (module docstring), checked in the sandbox."""
+        """The team's spec for ``sources`` and ``examples`` (module docstring), checked in the
+        sandbox; ``target_rows``: the wanted table's row count, when known."""
         from orchestrl.envs.orchestration import byexample
-        from orchestrl.envs.orchestration.spec import SpecError, parse_spec
 
         check_limits(sources, examples, self.limits)
         try:
@@ -222,19 +232,17 @@ class Planner:
         except ValueError as err:
             raise PlanInputError("sources", str(err)) from None
         notes: list[str] = []
-        obs, _ = self.env.reset(options={"task": task})
-        actions = self.policy.act(obs)
+        spec, errors = self.team_spec(task, target_rows)
         with byexample.sandbox_executor() as executor:
-            team_check, spec = None, None
-            try:
-                spec = parse_spec(self.raw.layout.decode(task, actions))
-            except SpecError as err:
-                notes.append(f"the team's actions make no valid spec: {err}")
-            if spec is not None:
-                team_check = _match(byexample.check_examples(task, spec, executor))
+            team_check = None
+            if spec is None:
+                notes.append(f"the team's actions make no valid spec ({', '.join(errors) or 'invalid'})")
+            else:
+                team_check = _match(byexample.check_examples(task, spec, executor), target_rows)
                 if team_check.ok or not fallback:
                     return self._plan("team", spec, team_check, team_check, notes)
-                notes.append("the team's spec does not hold the example rows; falling back to the solver")
+                failed = f" ({', '.join(team_check.errors)})" if team_check.errors else ""
+                notes.append(f"the team's spec does not match{failed}; the solver steps in")
             if not fallback:
                 return Plan("team", None, None, ExampleMatch(False, False, False, 0.0, 0), None, notes)
             solution = byexample.solve(task, executor)
@@ -242,10 +250,22 @@ class Planner:
                 notes.append("the solver found no plan either")
                 best = team_check or ExampleMatch(False, False, False, 0.0, 0)
                 return Plan("solver", None, None, best, team_check, notes, solution.seconds)
-            check = _match(byexample.check_examples(task, solution.spec, executor))
+            check = _match(byexample.check_examples(task, solution.spec, executor), target_rows)
             plan = self._plan("solver", solution.spec, check, team_check, notes)
             plan.solver_seconds = solution.seconds
             return plan
+
+    def team_spec(self, task: Any, target_rows: int | None) -> tuple[Any, list[str]]:
+        """The spec the team writes in its final round (None when invalid) and its error codes."""
+        options: dict[str, Any] = {"task": task, "target_rows": target_rows}
+        obs, _ = self.env.reset(options=options)
+        infos: dict[str, Any] = {}
+        for _ in range(self.raw.rounds):
+            obs, _, terminated, truncated, infos = self.env.step(self.policy.act(obs))
+            if terminated.get("__all__") or truncated.get("__all__"):
+                break
+        last = next((i for i in infos.values() if isinstance(i, dict)), {})
+        return self.raw.counterfactual_spec(), list(last.get("spec_errors", []))
 
     @staticmethod
     def _plan(by: str, spec: Any, check: ExampleMatch, team: ExampleMatch | None, notes: list[str]) -> Plan:
@@ -275,7 +295,8 @@ def write_plan(plan: Plan, sources: Mapping[str, pd.DataFrame], out: Path) -> li
 
 class PlanEndpoint:
     """``POST /plan``: ``{"sources": {name: CSV text, ...}, "target_example": CSV text}`` (the fact
-    table first) -> ``{"by", "ok", "spec", "pipeline", "match", "team", "notes"}``."""
+    table first; optional ``"target_rows"``) -> ``{"by", "ok", "spec", "pipeline", "match", "team",
+    "notes"}``."""
 
     path = "/plan"
 
@@ -283,6 +304,9 @@ class PlanEndpoint:
         self.planner = Planner.from_served(team)
 
     def __call__(self, body: Mapping[str, Any]) -> dict[str, Any]:
+        rows = body.get("target_rows")
+        if rows is not None and (not isinstance(rows, int) or isinstance(rows, bool) or rows < 1):
+            raise RequestError("target_rows", "expected a positive integer (the wanted table's row count)")
         tables = body.get("sources")
         if not isinstance(tables, Mapping) or not tables:
             raise RequestError(
@@ -298,7 +322,7 @@ class PlanEndpoint:
                     raise PlanInputError(f"sources.{name}", "expected CSV text")
                 sources[str(name)] = read_csv(f"sources.{name}", text, is_path=False)
             examples = read_csv("target_example", example, is_path=False)
-            plan = self.planner.plan(sources, examples)
+            plan = self.planner.plan(sources, examples, target_rows=rows)
         except PlanInputError as err:
             field = (
                 err.field if err.field.startswith(("sources", "target_example")) else f"sources.{err.field}"

@@ -57,7 +57,8 @@ def test_the_team_plans_and_its_pipeline_runs_alone(plan_teams: dict[str, Path],
     out = tmp_path / "plan"
     result = plan(plan_teams["warm"], args, example, out)
     assert result.exit_code == 0, result.output
-    assert "nodes:" in result.stdout and "the team's spec: holds every example row" in result.stdout
+    assert "nodes:" in result.stdout
+    assert "the team's spec: matches: it holds every example row" in result.stdout
     written = json.loads((out / "plan.json").read_text())
     assert (written["by"], written["ok"], written["notes"]) == ("team", True, [])
     assert (out / "spec.yaml").read_text() == written["spec"]
@@ -74,6 +75,12 @@ def test_the_team_plans_and_its_pipeline_runs_alone(plan_teams: dict[str, Path],
     assert sorted(output.columns) == sorted(examples.columns)
     assert holds_every_row(output, examples)
     assert len(output) == written["match"]["rows"]
+
+    wanted = len(task.target)  # the hidden target's size, known to this test only
+    for rows, code in ((wanted, 0), (wanted + 1, 1)):
+        again = plan(plan_teams["warm"], args, example, tmp_path / f"rows{rows}", "--target-rows", str(rows))
+        assert again.exit_code == code, again.output
+        assert f"output rows for {rows} wanted" in again.stdout
 
 
 def test_the_readme_example_plans(plan_teams: dict[str, Path], tmp_path: Path) -> None:
@@ -95,7 +102,7 @@ def test_when_the_team_fails_the_solver_steps_in_and_says_so(plan_teams: dict[st
         planner.close()
     assert alone.by == "team" and not alone.match.ok
     assert helped.by == "solver" and helped.match.ok and helped.solver_seconds is not None
-    assert any("falling back" in n or "no valid spec" in n for n in helped.notes), helped.notes
+    assert any("the solver steps in" in n or "no valid spec" in n for n in helped.notes), helped.notes
     assert (helped.team is None) == (alone.spec_yaml is None)
 
 
@@ -200,6 +207,7 @@ def test_plan_endpoint_answers_and_names_bad_fields(served: serve.ServedTeam) ->
         ({}, "sources"),
         ({**body, "target_example": ""}, "target_example"),
         ({**body, "sources": {"orders": 3}}, "sources.orders"),
+        ({**body, "target_rows": "many"}, "target_rows"),
         ({**body, "sources": {**body["sources"], "again": next(iter(body["sources"].values()))}}, "sources"),
     ]
     for request, field in bad:
