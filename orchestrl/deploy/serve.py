@@ -84,6 +84,7 @@ class ActEndpoint:
 
 ENDPOINTS: dict[str, tuple[str, ...]] = {
     "*": ("orchestrl.deploy.serve:ActEndpoint",),
+    "orchestration": ("orchestrl.deploy.plan:PlanEndpoint",),
 }
 """Env family (``orchestrl envs``) -> the endpoints its teams serve (module docstring)."""
 

@@ -23,7 +23,10 @@ the public inputs only), the counterfactual protocol of :mod:`orchestrl.envs.cou
 (``counterfactual_spec()``, ``counterfactual_edits(spec, agent)``, ``counterfactual(spec, agent,
 edit)``; ``replay(spec, agent, edit)`` gives the edited spec and the nodes re-run as well),
 ``episode_record()``, ``evaluate(spec)``, ``last_spec`` / ``last_yaml`` / ``last_source``, and
-``reset(options={"task": task})`` to play a given :class:`.tasks.Task`. At the end of an episode
+``reset(options={"task": task})`` to play a given :class:`.tasks.Task`. A task of public inputs only
+(no hidden target: :func:`.byexample.public_task`, a user's own tables) plays unscored: every
+reward is 0 and the round-2 feedback compares the output with the example rows and the target's
+columns, its row-count ratio against ``options["target_rows"]`` when given (else 1). At the end of an episode
 every agent's info carries ``metrics`` (floats: success, score, each reward term, cache_hit_rate,
 ...; with ``reference_metrics`` also the solver's and a uniformly random team's success on the same
 task) and ``episode`` (task, per-agent actions, score) for later counterfactuals.
@@ -44,7 +47,7 @@ from orchestrl.envs.orchestration.actions import ActionLayout, MaskedMultiDiscre
 from orchestrl.envs.orchestration.edits import CounterfactualResult, apply_edit
 from orchestrl.envs.orchestration.executor import Execution, Executor, NodeCache
 from orchestrl.envs.orchestration.features import CLIP, Feedback, ObservationBuilder, feedback_kind
-from orchestrl.envs.orchestration.reward import RewardConfig, Score, Scorer, schema_progress
+from orchestrl.envs.orchestration.reward import UNSCORED, RewardConfig, Score, Scorer, schema_progress
 from orchestrl.envs.orchestration.sandbox.pool import (
     SandboxPool,
     acquire_shared_pool,
@@ -169,6 +172,7 @@ class OrchestrationEnv(ParallelEnv):
         self._executor: Executor | None = None
         self._rng = np.random.default_rng()
         self._task: Task | None = None
+        self._target_rows: int | None = None
         self._scorers: dict[tuple[int, str, int], Scorer] = {}
         self._solutions: dict[tuple[int, str, int], Solution] = {}
         self._round = 0
@@ -206,6 +210,8 @@ class OrchestrationEnv(ParallelEnv):
                 f"options['task'] is a level-{task.key.level} task; this env is level {self.level}"
             )
         self._task = task if task is not None else generate_task(self.level, self.split, task_seed)
+        rows = (options or {}).get("target_rows")
+        self._target_rows = int(rows) if rows is not None else None
         self._task_part = self.builder.task_features(self._task.public, self._task.candidates)
         self.agents = list(self.possible_agents)
         self._round = 0
@@ -227,10 +233,10 @@ class OrchestrationEnv(ParallelEnv):
         spec, errors = self._spec_from(actions)
         execution = None
         if spec is None:
-            score = self._scorer(task).invalid()
+            score = self._scorer(task).invalid() if task.target is not None else UNSCORED
         else:
             execution = self._execution().execute(task, spec)
-            score = self._scorer(task).score(execution)
+            score = self._scorer(task).score(execution) if task.target is not None else UNSCORED
             self._episode_hits += execution.cache_hits
             self._episode_needed += execution.nodes_needed
             self._episode_cpu_ms += execution.cpu_ms
@@ -461,17 +467,16 @@ class OrchestrationEnv(ParallelEnv):
         output = execution.output if execution is not None and execution.ok else None
         if spec is None or output is None:
             return {"team_valid": spec is not None}
-        target = self._scorer(self.task).target
         examples = self.task.public.examples
-        columns = sorted(target.columns)
+        columns = sorted(self._target_columns)
         found: tuple[int, ...] = (0,) * len(examples)
         if sorted(str(c) for c in output.columns) == columns:
             have = row_hashes(output, columns)
             found = tuple(int((have == h).sum()) for h in row_hashes(examples, columns))
         return {
             "team_valid": True,
-            "team_schema": schema_progress([str(c) for c in output.columns], target.columns),
-            "team_rows_ratio": len(output) / max(target.rows, 1),
+            "team_schema": schema_progress([str(c) for c in output.columns], self._target_columns),
+            "team_rows_ratio": len(output) / max(self._rows_of_target(len(output)), 1),
             "examples_found": found,
         }
 
@@ -495,7 +500,7 @@ class OrchestrationEnv(ParallelEnv):
         return Feedback(
             kind="upstream" if run.status == "skipped" else feedback_kind(run.kind),
             rows_ratio=(run.rows / max(rows_in, 1)) if run.status == "ok" else 1.0,
-            schema_match=schema_progress(list(run.columns), self._scorer(self.task).target.columns)
+            schema_match=schema_progress(list(run.columns), self._target_columns)
             if run.status == "ok"
             else 0.0,
             cached=run.cached,
@@ -503,6 +508,18 @@ class OrchestrationEnv(ParallelEnv):
             action=own,
             **team,
         )
+
+    @property
+    def _target_columns(self) -> frozenset[str]:
+        """The target's columns: public (the example rows' columns)."""
+        return frozenset(str(c) for c in self.task.public.target_columns)
+
+    def _rows_of_target(self, output_rows: int) -> int:
+        """The hidden target's row count; for a public-only task the caller's ``target_rows``,
+        else ``output_rows`` (no signal: a ratio of 1)."""
+        if self.task.target is not None:
+            return self._scorer(self.task).target.rows
+        return self._target_rows if self._target_rows is not None else output_rows
 
     def _observe(self, agent: str, feedback: Feedback | None) -> dict[str, np.ndarray]:
         slot = int(agent.rsplit("_", 1)[1])
@@ -523,7 +540,7 @@ class OrchestrationEnv(ParallelEnv):
                 "sandbox_cpu_ms": self._episode_cpu_ms,
             }
         )
-        if self.reference_metrics:
+        if self.reference_metrics and self.task.target is not None:
             metrics.update(self._reference_metrics())
         return {k: float(v) for k, v in metrics.items()}
 
