@@ -53,20 +53,11 @@ Run:
     .venv/bin/python benchmarks/credit.py --envs orchestration_l3 --algos ippo coma coma_cv \
         --seeds 10 --out runs/bench/credit_l3_coma    # the COMAs against ippo at level 3, 10 seeds
 
-Expected: not measured yet with this version (levels 2-4, coma_cv, the replay-free reference, the
-corrected delta placement and centring). Measured on the v1 env BEFORE these fixes (2026-12-01,
-2-core machine, full run 48.7 min; coma then meant today's coma_cv with the coefficient fitted on
-the batch it scaled and a factorised critic):
-
-- level 3, held-out success IQM [95% CI] after 16,000 env steps, from 0.53 after the warm start:
-  lemon 0.91 [0.87, 0.99], coma 0.71 [0.60, 0.79], mappo 0.52 [0.38, 0.59], ippo 0.36
-  [0.30, 0.40]; lemon's IQM curve reached 0.8 at 6,000 env steps, ippo and mappo on no seed.
-  Critic explained variance: mappo 0.44, ippo 0.43, lemon 0.28, coma 0.18;
-- level 2 after 4,000 env steps, from 0.47: lemon 0.78 [0.58, 0.83], ippo 0.46 [0.37, 0.76], mappo
-  0.42 [0.30, 0.50], coma 0.38 [0.33, 0.50];
-- simple_spread, sampled-policy team return IQM: ippo -142.8, mappo -147.4, coma -156.9;
-- LEMON's replays: 3.0 (level 2) and 4.6 (level 3) extra spec executions per episode, +30% / +61%
-  of the rest of lemon's training time (not against a replay-free run).
+Expected: the full run has not been measured on v2 of the orchestration env (it did not fit the
+shared 2-core machine of the session that built v2). ``--quick`` on v2 took 7.1 min at load
+7.5-10.5 and printed every key: final IQMs 0.25-0.40 with CIs as wide as [0.1, 0.7] (a pipeline
+check, not a comparison), LEMON's replays 2.9 extra executions per episode, +26% wall time over
+lemon_gae. The v1 figures were removed with v1.
 """
 
 from __future__ import annotations

@@ -199,8 +199,8 @@ def cost_model(rows: int = 300, reps: int = 300) -> dict[str, float]:
     base = clock(lambda: ops.op_filter(frame, "v", "gt", 0.5, "small"))
     return {
         "filter_us_per_row": base / rows * 1e6,
-        "medium_text_vs_filter": clock(lambda: ops._text(text, "medium")) / base,
-        "large_numbers_vs_filter": clock(lambda: ops._num(money, "large")) / base,
+        "medium_text_vs_filter": clock(lambda: ops.as_text(text, "medium")) / base,
+        "large_numbers_vs_filter": clock(lambda: ops.as_numbers(money, "large")) / base,
     }
 
 

@@ -1,4 +1,4 @@
-"""Commands that use a trained team: ``evaluate``, ``serve``, ``ask`` and ``runs show|register``.
+"""Commands that use a trained team: ``evaluate``, ``plan``, ``serve``, ``ask`` and ``runs show|register``.
 
 The lead CLI mounts them (``orchestrl/cli.py``). Bad input (an unknown run id, a path that is not
 a checkpoint, a checkpoint whose env cannot be rebuilt, a bad ``--set``) prints one line naming
@@ -130,6 +130,90 @@ def evaluate_command(
     except (TeamError, ConfigError) as err:
         fail(str(err))
     typer.echo(result.table())
+
+
+def plan_command(
+    checkpoint: Annotated[
+        str,
+        typer.Option(
+            "--checkpoint", "-c", help="A trained orchestration team: a run id or a checkpoint folder."
+        ),
+    ],
+    source: Annotated[
+        list[str],
+        typer.Option("--source", help="NAME=FILE.csv, one per table, the fact table first (repeatable)."),
+    ],
+    target_example: Annotated[
+        Path, typer.Option("--target-example", help="CSV with a few rows of the wanted table (its columns).")
+    ],
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            "--out",
+            help="Where spec.yaml, pipeline.py, plan.json and data/ go (default runs/plans/<checkpoint>).",
+        ),
+    ] = None,
+    target_rows: Annotated[
+        int | None,
+        typer.Option("--target-rows", min=1, help="The wanted table's row count, when you know it."),
+    ] = None,
+    no_fallback: Annotated[
+        bool, typer.Option("--no-fallback", help="Do not fall back to the solver when the team's spec fails.")
+    ] = False,
+    run_dir: RunDirOpt = None,
+    tracking_uri: TrackingOpt = None,
+) -> None:
+    """Plan a pipeline for your own tables with a trained LEMON team: spec YAML, pipeline.py, and
+    how its output matches your example rows (the solver steps in when the team's spec fails)."""
+    from orchestrl.deploy.plan import PlanInputError, Planner, read_csv, write_plan
+    from orchestrl.deploy.team import TeamError, find_team
+    from orchestrl.training.runtime import quiet_environment, silence_noise
+
+    sources = {}
+    for item in source:
+        name, sep, path = item.partition("=")
+        if not sep or not name.strip() or not path.strip():
+            fail(f"--source {item}: expected NAME=FILE.csv")
+        if name in sources:
+            fail(f"--source {item}: table '{name}' given twice")
+        try:
+            sources[name.strip()] = read_csv(name.strip(), path.strip(), is_path=True)
+        except PlanInputError as err:
+            fail(f"--source {err}")
+    try:
+        examples = read_csv(str(target_example), target_example, is_path=True)
+    except PlanInputError as err:
+        fail(f"--target-example {err}")
+    quiet_environment(Path(run_dir or "runs"))
+    silence_noise(verbose=False)
+    try:
+        team = find_team(checkpoint, run_dir=run_dir, tracking_uri=tracking_uri)
+        cfg = team.config
+        planner = Planner(
+            team.policy(team.rllib_config("train")), cfg.env.name, cfg.env.kwargs, cfg.env.agent_id_in_obs
+        )
+    except (TeamError, ConfigError) as err:
+        fail(str(err))
+    except PlanInputError as err:
+        fail(f"--checkpoint {checkpoint}: {err.message}")
+    try:
+        plan = planner.plan(sources, examples, fallback=not no_fallback, target_rows=target_rows)
+    except PlanInputError as err:
+        where = "--target-example" if err.field == "target_example" else "--source"
+        fail(f"{where} {err}")
+    finally:
+        planner.close()
+    folder = out or Path(run_dir or "runs") / "plans" / Path(str(team.checkpoint)).parent.parent.name
+    written = write_plan(plan, sources, folder)
+    if plan.spec_yaml is not None:
+        typer.echo(plan.spec_yaml.rstrip())
+    typer.echo(plan.summary())
+    for path in written:
+        typer.echo(f"wrote {path}")
+    if plan.spec_yaml is not None:
+        typer.echo(f"run it: python {folder / 'pipeline.py'} --data {folder / 'data'}")
+    if not plan.match.ok:
+        raise typer.Exit(1)
 
 
 def serve_command(

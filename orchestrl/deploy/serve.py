@@ -105,6 +105,7 @@ class ActEndpoint:
 ENDPOINTS: dict[str, tuple[str, ...]] = {
     "*": ("orchestrl.deploy.serve:ActEndpoint",),
     "text2sql": ("orchestrl.deploy.ask:AskEndpoint",),
+    "orchestration": ("orchestrl.deploy.plan:PlanEndpoint",),
 }
 """Env family (``orchestrl envs``) -> the endpoints its teams serve (module docstring)."""
 

@@ -60,6 +60,8 @@ if TYPE_CHECKING:
 
 PLACEHOLDER = re.compile(r"\$\{([^}]*)\}")
 PREVIOUS_KEYS = ("checkpoint", "run_id")
+REFERENCE_METRICS = ("random_team_success", "solver_success")
+"""Env metrics a stage's summary line shows next to its held-out value, when the env reports them."""
 
 
 class CurriculumError(RuntimeError):
@@ -201,6 +203,9 @@ class StageSummary:
     value: float
     checkpoint: str
     carry: list[str] = field(default_factory=list)
+    references: dict[str, float] = field(default_factory=dict)
+    """Reference figures the env reported on the same held-out episodes (``eval/env/<name>`` for
+    :data:`REFERENCE_METRICS`), printed next to the stage's value."""
 
 
 @dataclass
@@ -419,6 +424,9 @@ def _run_stage(
         value=float(value),
         checkpoint=str(Path(result.checkpoint.path) / "algorithm"),
         carry=carry,
+        references={
+            k: float(metrics[f"eval/env/{k}"]) for k in REFERENCE_METRICS if f"eval/env/{k}" in metrics
+        },
     )
 
 
@@ -487,8 +495,9 @@ def summary_text(summary: CurriculumSummary) -> str:
         "|---|---|---|---|---|",
     ]
     for s in summary.stages:
+        refs = "".join(f", {k} {v:.2f}" for k, v in s.references.items())
         lines.append(
-            f"| {s.index}: {s.name} | {s.iterations} | {s.promoted_by} | {s.value:.4g} | {s.run_id} |"
+            f"| {s.index}: {s.name} | {s.iterations} | {s.promoted_by} | {s.value:.4g}{refs} | {s.run_id} |"
         )
     lines += [
         "",
@@ -513,4 +522,8 @@ def _best_episode_text(checkpoint: str | None) -> str | None:
         return None
     score_file = folder / "best_episode_score.txt"
     score = f" (score {float(score_file.read_text()):.3f})" if score_file.is_file() else ""
-    return f"best spec of the last stage{score}, {spec}:\n{spec.read_text().rstrip()}"
+    text = f"best spec of the last stage{score}, {spec}:\n{spec.read_text().rstrip()}"
+    pipeline = folder / "pipeline.py"
+    if pipeline.is_file():
+        text += f"\n\nits generated pipeline, {pipeline}:\n{pipeline.read_text().rstrip()}"
+    return text

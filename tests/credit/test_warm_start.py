@@ -18,7 +18,7 @@ def test_warm_start_clones_the_expert_into_every_actor(algo: str) -> None:
         "orchestration",
         kwargs={"level": 2, "task_pool": 50},
         model={"hidden": [128, 128]},
-        warm_start={"episodes": 40, "epochs": 25, "batch_size": 64},
+        warm_start={"episodes": 40, "epochs": 60, "batch_size": 64},
     )
     t = trainer(data)
     try:

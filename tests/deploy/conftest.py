@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from deploy_helpers import tiny, write_run
+from deploy_helpers import orchestration_team, tiny, write_run
 
 from orchestrl.tracking import names
 from orchestrl.tracking.store import RunStore, default_tracking_uri
@@ -42,3 +42,13 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         store.set_terminated(run_id, "FINISHED")
         out[key] = (checkpoint, run_id)
     return out
+
+
+@pytest.fixture(scope="session")
+def plan_teams(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Level-1 LEMON team checkpoints for ``plan``: ``warm`` (the solver cloned in) and ``untrained``."""
+    run_dir = tmp_path_factory.mktemp("plan") / "runs"
+    return {
+        "warm": orchestration_team(run_dir, warm_start=True),
+        "untrained": orchestration_team(run_dir, warm_start=False),
+    }

@@ -54,3 +54,32 @@ def write_run(run_dir: Path, data: dict[str, Any], trainer: InProcessTrainer | N
         if own:
             trainer.stop()
     return checkpoint
+
+
+def orchestration_team(run_dir: Path, warm_start: bool) -> Path:
+    """The checkpoint of a level-1 LEMON team: the solver cloned into it on 60 training tasks
+    (``warm_start``), or as initialised."""
+    data = tiny("ippo", "orchestration")
+    data["name"] = "plan_team" if warm_start else "plan_untrained"
+    data["env"]["kwargs"] = {"level": 1, "rounds": 2, "task_pool": 100}
+    data["algorithm"]["share_policy"] = True
+    data["model"] = {"hidden": [128, 128]}
+    if warm_start:
+        data["warm_start"] = {"episodes": 60, "epochs": 40, "batch_size": 64}
+    trainer = InProcessTrainer(build_ppo_config(validate_config({**data, "run_dir": str(run_dir)})))
+    try:
+        return write_run(run_dir, data, trainer)
+    finally:
+        trainer.stop()
+
+
+def write_public_inputs(task: Any, folder: Path) -> tuple[list[str], Path]:
+    """A task's public inputs as the CSV files a user would bring: ``--source NAME=FILE`` args
+    (the fact table first) and the target example's file."""
+    folder.mkdir(parents=True, exist_ok=True)
+    args = []
+    for name, frame in task.sources.items():
+        frame.to_csv(folder / f"{name}.csv", index=False)
+        args.append(f"{name}={folder / f'{name}.csv'}")
+    task.public.examples.to_csv(folder / "target_example.csv", index=False)
+    return args, folder / "target_example.csv"

@@ -7,15 +7,16 @@ import pytest
 
 from orchestrl.envs.counterfactual import Edit, EditFamily
 from orchestrl.envs.orchestration.env import OrchestrationEnv
+from orchestrl.envs.orchestration.solver import spec_actions
 from orchestrl.envs.orchestration.spec import Capacity
 
 
 @pytest.fixture(scope="module")
 def finished() -> OrchestrationEnv:
-    """A level-4 episode played by the expert (capacities above small at some nodes)."""
+    """A level-4 episode that writes the hidden reference (capacities above small at some nodes)."""
     env = OrchestrationEnv(level=4, rounds=1)
     env.reset(seed=1)
-    env.step(env.expert_actions())
+    env.step(spec_actions(env.task.reference, env.task, env.layout))
     assert env.last_score.success == 1.0
     return env
 
@@ -76,14 +77,17 @@ def test_swapping_in_another_action_replaces_the_node(finished: OrchestrationEnv
     idle = finished.replay(spec, agent, Edit.alternative(np.zeros(5, dtype=np.int64)))
     assert idle.applicable and agent not in {n.id for n in idle.spec.nodes}
     assert idle.spec.output_id == spec.nodes[-2].id
-    same = finished.replay(spec, agent, Edit.alternative(finished.expert_actions()[agent]))
+    same = finished.replay(
+        spec, agent, Edit.alternative(spec_actions(spec, finished.task, finished.layout)[agent])
+    )
     assert not same.applicable
     assert Edit.alternative([1, 2, 0, 0, 0]).family is EditFamily.ALTERNATIVE
 
 
 def test_an_idle_agent_has_nothing_to_revert(finished: OrchestrationEnv) -> None:
     spec = finished.last_spec
-    idle = f"agent_{len(spec.nodes)}" if len(spec.nodes) < len(finished.possible_agents) else None
+    written = {n.id for n in spec.nodes}
+    idle = next((a for a in finished.possible_agents if a not in written), None)
     if idle is None:
         pytest.skip("every agent wrote a node in this task")
     assert not finished.replay(spec, idle, Edit.base_duty()).applicable
@@ -92,7 +96,7 @@ def test_an_idle_agent_has_nothing_to_revert(finished: OrchestrationEnv) -> None
 def test_an_episode_record_lets_a_fresh_env_replay_counterfactuals() -> None:
     env = OrchestrationEnv(level=2, rounds=1)
     env.reset(seed=12)
-    *_, infos = env.step(env.expert_actions())
+    *_, infos = env.step(spec_actions(env.task.reference, env.task, env.layout))
     record = infos["agent_0"]["episode"]
     yaml_text = env.last_yaml
     learner_side = OrchestrationEnv(level=2, rounds=1)  # never reset: the spec names its task

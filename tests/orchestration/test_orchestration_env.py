@@ -10,12 +10,13 @@ from pettingzoo.test import parallel_api_test
 
 from orchestrl.envs.orchestration.env import OrchestrationEnv
 from orchestrl.envs.orchestration.features import CLIP
+from orchestrl.envs.orchestration.solver import spec_actions
 from orchestrl.envs.orchestration.spec import ROLES, parse_spec
 from orchestrl.envs.orchestration.tasks import LEVELS
 from orchestrl.envs.registry import EnvKwargError, make_env
 from orchestrl.envs.spaces import MASK_KEY, OBS_KEY
 
-NVEC = {1: [8, 4, 3, 2, 3], 2: [8, 4, 3, 4, 5], 3: [8, 6, 3, 7, 8], 4: [8, 6, 3, 10, 11]}
+NVEC = {1: [8, 4, 4, 3, 4], 2: [8, 4, 4, 5, 6], 3: [8, 6, 4, 8, 9], 4: [8, 6, 4, 11, 12]}
 
 
 @pytest.mark.parametrize("level", sorted(LEVELS))
@@ -37,7 +38,13 @@ def test_spaces_are_fixed_per_level_and_masks_are_factorised(level: int) -> None
         assert env.observation_space(agent).contains(obs[agent])
         parts = np.split(obs[agent][MASK_KEY], np.cumsum(nvec)[:-1])
         assert [len(p) for p in parts] == nvec.tolist() and all(p.max() == 1.0 for p in parts)
-        assert parts[3][LEVELS[level].max_sources :].sum() == slot  # only earlier agents as inputs
+        assert parts[3][LEVELS[level].max_sources : -1].sum() == slot  # only earlier agents as inputs
+        assert parts[3][-1] == parts[2][-1] == 1.0  # auto input, auto capacity
+
+
+def reference_actions(env: OrchestrationEnv) -> dict[str, np.ndarray]:
+    """The actions that write the task's hidden reference (tests only: agents never see it)."""
+    return spec_actions(env.task.reference, env.task, env.layout)
 
 
 def _play(env: OrchestrationEnv, seed: int, policy) -> tuple[float, dict]:
@@ -63,7 +70,7 @@ def test_episode_return_equals_the_final_score() -> None:
 
 def test_episode_end_infos_carry_float_metrics_for_every_agent() -> None:
     env = OrchestrationEnv(level=3)
-    _, infos = _play(env, 2, lambda e, o: e.expert_actions())
+    _, infos = _play(env, 2, lambda e, o: reference_actions(e))
     expected = {
         "success",
         "score",
@@ -84,7 +91,7 @@ def test_episode_end_infos_carry_float_metrics_for_every_agent() -> None:
 def test_last_spec_its_yaml_and_its_source_are_kept() -> None:
     env = OrchestrationEnv(level=2, rounds=1)
     _play(env, 8, lambda e, o: e.expert_actions())
-    assert parse_spec(env.last_yaml) == env.last_spec == env.task.reference
+    assert parse_spec(env.last_yaml) == env.last_spec == env.solution().spec
     compile(env.last_source, "pipeline.py", "exec")
     assert "def node_0(" in env.last_source and "__main__" in env.last_source
 
@@ -157,8 +164,8 @@ def test_non_finite_source_values_keep_observations_finite() -> None:
         for column in frame.select_dtypes("float").columns:
             frame.loc[frame.index[:3], column] = [np.inf, -np.inf, np.nan]
         poisoned[name] = frame
-    env._task = dataclasses.replace(task, sources=poisoned)
-    part = env.builder.task_features(env._task)  # and poisoned features
+    env._task = dataclasses.replace(task, public=dataclasses.replace(task.public, sources=poisoned))
+    part = env.builder.task_features(env._task.public, env._task.candidates)  # and poisoned features
     part[::5], part[1::5], part[2::5] = np.inf, -np.inf, np.nan
     env._task_part = part
     _, _, _, _, infos = env.step(env.expert_actions())
@@ -191,7 +198,7 @@ def test_each_reproduced_reference_stage_earns_process_credit_even_under_a_wrong
     env = OrchestrationEnv(level=2, rounds=1)
     weight, stages = env.reward_config.process_weight, LEVELS[2].stages[0]
     env.reset(seed=3)
-    expert = env.expert_actions()
+    expert = reference_actions(env)
     env.step(expert)
     full = env.last_score
     assert full.success == 1.0 and full.r_process == pytest.approx(weight)
@@ -216,8 +223,12 @@ def test_a_padded_layout_shares_level_four_spaces_and_keeps_the_expert_exact(lev
     assert len(padded.possible_agents) == LEVELS[level].agents
     assert padded.observation_space(agent) == widest.observation_space(agent)
     assert padded.action_space(agent) == widest.action_space(agent)
-    total, infos = _play(padded, 4, lambda e, o: e.expert_actions())
+    total, infos = _play(padded, 4, lambda e, o: reference_actions(e))
     assert infos[agent]["metrics"]["success"] == 1.0 and total >= 0.99
+    _, plain = _play(OrchestrationEnv(level=level, rounds=1), 4, lambda e, o: e.expert_actions())
+    _, wide = _play(padded, 4, lambda e, o: e.expert_actions())
+    assert set(padded.expert_actions()) == set(padded.possible_agents)  # no action for a padded slot
+    assert wide[agent]["metrics"]["success"] == plain[agent]["metrics"]["success"]
     parallel_api_test(OrchestrationEnv(level=level, layout_level=4), num_cycles=10)
 
 

@@ -1,17 +1,21 @@
-"""LEMON: a team of agents writes an executable data-pipeline spec that is compiled, run for
-real in a sandbox, and scored. Entry point: :class:`.env.OrchestrationEnv` (registered as
+"""LEMON: a team of agents infers a data pipeline from source tables and a few rows of the wanted
+output, and writes it as a spec that is compiled, run for real in a sandbox, and scored against
+the whole hidden target. Entry point: :class:`.env.OrchestrationEnv` (registered as
 ``orchestration``). Modules, in the order data flows:
 
-- :mod:`.domains`, :mod:`.tasks`, :mod:`.distractors`: seeded tasks (source tables, hidden
-  reference, target, candidate duties);
-- :mod:`.evidence`, :mod:`.features`: what agents may know, as observation vectors;
-- :mod:`.actions`: MultiDiscrete actions -> spec nodes, factorised masks;
+- :mod:`.domains`, :mod:`.tasks`: seeded tasks (public inputs: source tables, the target's
+  columns, example rows; hidden: the reference pipeline and the rest of the target);
+- :mod:`.profiles`, :mod:`.candidates`, :mod:`.analysis`: column profiles, candidate duties
+  proposed from the public inputs, and what can be read off them without searching;
+- :mod:`.features`: the observation vectors (public inputs and execution feedback only);
+- :mod:`.actions`: MultiDiscrete actions -> spec nodes (table references, ``auto``), masks;
+- :mod:`.plans`: stages, the level skeletons, canonical wiring, in-process runs;
+- :mod:`.solver`: the search over the public inputs that is the expert the warm start clones;
 - :mod:`.spec`: the pydantic spec schema and its YAML form;
 - :mod:`.compiler`, :mod:`.ops`: spec -> stand-alone pandas module;
-- :mod:`.sandbox`, :mod:`.worker`, :mod:`.confine`, :mod:`.protocol`: the confined worker pool;
-- :mod:`.executor`: node-level execution with a node cache;
+- :mod:`.sandbox`: the confined worker pool; :mod:`.executor`: node-level execution with a cache;
 - :mod:`.tables`, :mod:`.reward`: comparing with the target, the reward terms;
-- :mod:`.expert`, :mod:`.counterfactual`: the reference solver and single-node edits.
+- :mod:`.edits`: single-node edits for counterfactual re-execution.
 
 Importing this package starts nothing; the sandbox pool starts on the first executed spec.
 """

@@ -4,7 +4,8 @@ The module inlines the runtime (:mod:`.ops`), so it runs stand-alone::
 
     python pipeline.py --data DIR [--out result.parquet]
 
-where ``DIR`` holds one ``<source>.parquet`` per source table (see :func:`.tasks.write_task_data`).
+where ``DIR`` holds one ``<source>.parquet`` (see :func:`.tasks.write_task_data`) or ``<source>.csv``
+(what ``orchestrl plan`` writes beside it) per source table.
 The sandbox receives the same text in two parts, the runtime (compiled once per worker) and the
 node section (compiled per job), and calls the node functions one by one so that cached node
 outputs can be skipped.
@@ -57,11 +58,14 @@ def main(argv=None):
     import sys
 
     parser = argparse.ArgumentParser(description="Run this compiled pipeline on a task's data.")
-    parser.add_argument("--data", required=True, help="directory with one <source>.parquet per source")
+    parser.add_argument("--data", required=True, help="folder of <source>.parquet or .csv")
     parser.add_argument("--out", help="write the output table here (parquet); default: CSV on stdout")
     args = parser.parse_args(argv)
     data = pathlib.Path(args.data)
-    sources = {name: pd.read_parquet(data / f"{name}.parquet") for name in SOURCES}
+    sources = {}
+    for name in SOURCES:
+        path = data / f"{name}.parquet"
+        sources[name] = pd.read_parquet(path) if path.exists() else pd.read_csv(data / f"{name}.csv")
     results = run(sources)
     frame = results[OUTPUT][0]
     if args.out:
@@ -101,7 +105,7 @@ class CompiledPipeline:
         header = (
             f'"""Pipeline compiled by orchestrl from spec {self.spec_digest}.\n\n'
             f"Run: python pipeline.py --data DIR [--out FILE.parquet]\n"
-            f"DIR holds one <source>.parquet per source table: {', '.join(self.sources)}.\n"
+            f"DIR holds <source>.parquet or <source>.csv per source table: {', '.join(self.sources)}.\n"
             f'Output node: {self.output}.\n"""\n\n'
         )
         return header + self.runtime_source + "\n\n" + self.nodes_source + _MAIN

@@ -1,23 +1,35 @@
-"""LEMON as a PettingZoo ``ParallelEnv``: a team writes a data-pipeline spec that really runs.
+"""LEMON as a PettingZoo ``ParallelEnv``: a team infers a data pipeline from source tables and a
+few rows of the wanted output, and writes it as a spec that really runs.
 
-Each agent is one node slot. In every round all agents act at once (see :mod:`.actions`); their
-nodes form an :class:`.spec.OrchestrationSpec`, which is validated, compiled to pandas code
-(:mod:`.compiler`), executed in the sandbox pool (:mod:`.sandbox`) with a node cache
-(:mod:`.executor`) and scored (:mod:`.reward`). Agents then see their own node's outcome and may
-revise; after ``rounds`` rounds the episode ends. The reward of a round is the score's
+A task (:mod:`.tasks`) is programming by example: the sources, the target's columns and a handful
+of its rows are public; the rest of the target is hidden and only scores. Each agent is one node
+slot. Its observation (:mod:`.features`) describes the public inputs and the candidate duties
+proposed from them (:mod:`.candidates`); in every round all agents act at once (see
+:mod:`.actions`): each picks a role and a candidate duty, a capacity and its inputs. The nodes form
+an :class:`.spec.OrchestrationSpec`, which is validated, compiled to pandas code (:mod:`.compiler`),
+executed in the sandbox pool (:mod:`.sandbox`) with a node cache (:mod:`.executor`) and scored
+against the whole target (:mod:`.reward`). After a round each agent sees its own node's outcome and
+how the team's output compares with the target (columns, row count, which example rows it holds),
+and may revise; after ``rounds`` rounds the episode ends. The reward of a round is the score's
 improvement, so an episode's return equals its final score; all agents share it.
 
 Levels: 1: 2 agents, 1-2 stage linear pipelines over one table; 2: 3 agents, 3 stages with a join;
-3: 5 agents, 4-5 stages, distractor columns and dirty data; 4: 8 agents, branching DAGs over three
-tables. ``split`` picks disjoint train / heldout task seeds; ``reset(seed=s)`` picks task ``s``.
+3: 5 agents, 4-5 stages over 2-3 tables, distractor columns and dirty data; 4: 8 agents, branching
+DAGs over three tables. ``split`` picks disjoint train / heldout task seeds; ``reset(seed=s)`` picks
+task ``s``.
 
-Beyond the PettingZoo API: ``expert_actions()``, the counterfactual protocol of
-:mod:`orchestrl.envs.counterfactual` (``counterfactual_spec()``, ``counterfactual_edits(spec,
-agent)``, ``counterfactual(spec, agent, edit)``; ``replay(spec, agent, edit)`` gives the edited spec
-and the nodes re-run as well), ``episode_record()``, ``last_spec`` / ``last_yaml`` /
-``last_source``. At the end of an episode every agent's info carries ``metrics`` (floats: success,
-score, each reward term, cache_hit_rate, ...) and ``episode`` (task, per-agent actions, score) for
-later counterfactuals.
+Beyond the PettingZoo API: ``expert_actions()`` (the solver's plan, :mod:`.solver`, which reads
+the public inputs only), the counterfactual protocol of :mod:`orchestrl.envs.counterfactual`
+(``counterfactual_spec()``, ``counterfactual_edits(spec, agent)``, ``counterfactual(spec, agent,
+edit)``; ``replay(spec, agent, edit)`` gives the edited spec and the nodes re-run as well),
+``episode_record()``, ``evaluate(spec)``, ``last_spec`` / ``last_yaml`` / ``last_source``, and
+``reset(options={"task": task})`` to play a given :class:`.tasks.Task`. A task of public inputs only
+(no hidden target: :func:`.byexample.public_task`, a user's own tables) plays unscored: every
+reward is 0 and the round-2 feedback compares the output with the example rows and the target's
+columns, its row-count ratio against ``options["target_rows"]`` when given (else 1). At the end of an episode
+every agent's info carries ``metrics`` (floats: success, score, each reward term, cache_hit_rate,
+...; with ``reference_metrics`` also the solver's and a uniformly random team's success on the same
+task) and ``episode`` (task, per-agent actions, score) for later counterfactuals.
 """
 
 from __future__ import annotations
@@ -34,17 +46,17 @@ from orchestrl.envs.counterfactual import CounterfactualOutcome, Edit, EditFamil
 from orchestrl.envs.orchestration.actions import ActionLayout, MaskedMultiDiscrete, agent_id
 from orchestrl.envs.orchestration.edits import CounterfactualResult, apply_edit
 from orchestrl.envs.orchestration.executor import Execution, Executor, NodeCache
-from orchestrl.envs.orchestration.expert import expert_actions
 from orchestrl.envs.orchestration.features import CLIP, Feedback, ObservationBuilder, feedback_kind
-from orchestrl.envs.orchestration.reward import RewardConfig, Score, Scorer
+from orchestrl.envs.orchestration.reward import UNSCORED, RewardConfig, Score, Scorer, schema_progress
 from orchestrl.envs.orchestration.sandbox.pool import (
     SandboxPool,
     acquire_shared_pool,
     check_isolation,
     release_shared_pool,
 )
+from orchestrl.envs.orchestration.solver import Solution, solve, solver_actions
 from orchestrl.envs.orchestration.spec import OrchestrationSpec, SpecError, parse_spec
-from orchestrl.envs.orchestration.tables import TargetIndex
+from orchestrl.envs.orchestration.tables import TargetIndex, row_hashes
 from orchestrl.envs.orchestration.tasks import HELDOUT_OFFSET, LEVELS, TASK_CACHE, Task, generate_task
 from orchestrl.envs.spaces import MASK_KEY, OBS_KEY
 
@@ -86,7 +98,9 @@ class OrchestrationEnv(ParallelEnv):
     entries masked, so one policy carries across a curriculum of levels); ``task_pool`` (draw
     unseeded resets from the split's first ``task_pool`` task seeds, 0 = from all of them: a finite
     training set whose generated tasks and node outputs stay cached, so sampling is several times
-    faster; held-out evaluation normally keeps 0)."""
+    faster; held-out evaluation normally keeps 0); ``reference_metrics`` (also report, per episode,
+    the solver's success and one uniformly random team's success on the same task: what evaluation
+    compares a trained team with)."""
 
     metadata: ClassVar[dict[str, Any]] = {
         "name": "orchestration_v0",
@@ -107,6 +121,7 @@ class OrchestrationEnv(ParallelEnv):
         cache_mb: float = 64.0,
         layout_level: int | None = None,
         task_pool: int = 0,
+        reference_metrics: bool = False,
         render_mode: str | None = None,
     ) -> None:
         if level not in LEVELS:
@@ -118,6 +133,7 @@ class OrchestrationEnv(ParallelEnv):
         if not 0 <= int(task_pool) <= HELDOUT_OFFSET:
             raise ValueError(f"task_pool must be in [0, {HELDOUT_OFFSET}], not {task_pool!r}")
         self.task_pool = int(task_pool)
+        self.reference_metrics = bool(reference_metrics)
         self.level = int(level)
         self.rounds = int(rounds)
         self.split = split
@@ -132,7 +148,7 @@ class OrchestrationEnv(ParallelEnv):
         self.layout = ActionLayout(
             agents=shape.agents, sources=shape.max_sources, duties=shape.duties, live_duties=config.duties
         )
-        self.builder = ObservationBuilder(self.layout)
+        self.builder = ObservationBuilder(self.layout, config.skeleton)
         self.possible_agents = [agent_id(i) for i in range(config.agents)]
         self.agents: list[str] = []
         obs_space = gym.spaces.Dict(
@@ -156,7 +172,9 @@ class OrchestrationEnv(ParallelEnv):
         self._executor: Executor | None = None
         self._rng = np.random.default_rng()
         self._task: Task | None = None
+        self._target_rows: int | None = None
         self._scorers: dict[tuple[int, str, int], Scorer] = {}
+        self._solutions: dict[tuple[int, str, int], Solution] = {}
         self._round = 0
         self._score = 0.0
         self._best_score = -np.inf
@@ -184,8 +202,17 @@ class OrchestrationEnv(ParallelEnv):
             task_seed = int(self._rng.integers(0, self.task_pool or HELDOUT_OFFSET))
         if options and "task_seed" in options:
             task_seed = int(options["task_seed"])
-        self._task = generate_task(self.level, self.split, task_seed)
-        self._task_part = self.builder.task_features(self._task)
+        task = (options or {}).get("task")
+        if task is not None and not isinstance(task, Task):
+            raise TypeError(f"options['task'] must be a Task, not {type(task).__name__}")
+        if task is not None and task.key.level != self.level:
+            raise ValueError(
+                f"options['task'] is a level-{task.key.level} task; this env is level {self.level}"
+            )
+        self._task = task if task is not None else generate_task(self.level, self.split, task_seed)
+        rows = (options or {}).get("target_rows")
+        self._target_rows = int(rows) if rows is not None else None
+        self._task_part = self.builder.task_features(self._task.public, self._task.candidates)
         self.agents = list(self.possible_agents)
         self._round = 0
         self._score = 0.0
@@ -206,14 +233,15 @@ class OrchestrationEnv(ParallelEnv):
         spec, errors = self._spec_from(actions)
         execution = None
         if spec is None:
-            score = self._scorer(task).invalid()
+            score = self._scorer(task).invalid() if task.target is not None else UNSCORED
         else:
             execution = self._execution().execute(task, spec)
-            score = self._scorer(task).score(execution)
+            score = self._scorer(task).score(execution) if task.target is not None else UNSCORED
             self._episode_hits += execution.cache_hits
             self._episode_needed += execution.nodes_needed
             self._episode_cpu_ms += execution.cpu_ms
             self.last_spec = spec
+            self.layout.context["nodes"] = [n.model_dump(mode="json") for n in spec.nodes]
             self._last_execution = execution
         reward = score.total - self._score
         self._score = score.total
@@ -224,7 +252,12 @@ class OrchestrationEnv(ParallelEnv):
         self._record.spec = spec
         done = self._round >= self.rounds
         agents = list(self.agents)
-        feedback = {a: self._feedback(a, spec, execution, score) for a in agents}
+        team = self._team_feedback(spec, execution)
+        team["team_actions"] = tuple(
+            tuple(self._record.actions[a]) if a in self._record.actions else None
+            for a in self.possible_agents
+        )
+        feedback = {a: self._feedback(a, spec, execution, team, self._record.actions.get(a)) for a in agents}
         obs = {a: self._observe(a, feedback[a]) for a in agents}
         rewards = dict.fromkeys(agents, float(reward))
         terminations = dict.fromkeys(agents, done)
@@ -274,9 +307,28 @@ class OrchestrationEnv(ParallelEnv):
     def last_score(self) -> Score | None:
         return self._last
 
+    def evaluate(self, spec: OrchestrationSpec | str) -> Score:
+        """Executes ``spec`` on the current task in the sandbox and scores it (outside any episode)."""
+        spec = parse_spec(spec)
+        return self._scorer(self.task).score(self._execution().execute(self.task, spec))
+
     def expert_actions(self) -> dict[str, np.ndarray]:
-        """Actions that write the hidden reference pipeline (the best spec) for the current task."""
-        return expert_actions(self.task, self.layout)
+        """Actions that write the solver's plan for the current task (:mod:`.solver`: a search
+        over the public inputs, checked against the examples in the sandbox; never the hidden
+        reference). The warm start clones these."""
+        return solver_actions(self.solution(), self.task, self.layout)
+
+    def solution(self, task: Task | None = None) -> Solution:
+        """The solver's plan for ``task`` (default: the current one), memoised per task."""
+        task = task or self.task
+        key = (task.key.level, task.key.split, task.key.seed)
+        found = self._solutions.get(key)
+        if found is None:
+            found = solve(task, self._execution())
+            if len(self._solutions) >= TASK_CACHE:
+                self._solutions.pop(next(iter(self._solutions)))
+            self._solutions[key] = found
+        return found
 
     def episode_record(self) -> EpisodeRecord:
         if self._record is None:
@@ -410,29 +462,68 @@ class OrchestrationEnv(ParallelEnv):
         except SpecError as exc:
             return None, exc.codes
 
+    def _team_feedback(self, spec: OrchestrationSpec | None, execution: Execution | None) -> dict[str, Any]:
+        """How the team's output compares with the target: columns, row count, example rows."""
+        output = execution.output if execution is not None and execution.ok else None
+        if spec is None or output is None:
+            return {"team_valid": spec is not None}
+        examples = self.task.public.examples
+        columns = sorted(self._target_columns)
+        found: tuple[int, ...] = (0,) * len(examples)
+        if sorted(str(c) for c in output.columns) == columns:
+            have = row_hashes(output, columns)
+            found = tuple(int((have == h).sum()) for h in row_hashes(examples, columns))
+        return {
+            "team_valid": True,
+            "team_schema": schema_progress([str(c) for c in output.columns], self._target_columns),
+            "team_rows_ratio": len(output) / max(self._rows_of_target(len(output)), 1),
+            "examples_found": found,
+        }
+
     def _feedback(
-        self, agent: str, spec: OrchestrationSpec | None, execution: Execution | None, score: Score
+        self,
+        agent: str,
+        spec: OrchestrationSpec | None,
+        execution: Execution | None,
+        team: Mapping[str, Any],
+        action: list[int] | None,
     ) -> Feedback:
-        team = {"team_score": score.total, "team_success": score.success, "team_match": score.r_success}
+        own = tuple(action) if action is not None else None
         if spec is None or execution is None:
-            return Feedback("invalid", **team)
+            return Feedback("invalid", action=own, **team)
         run = execution.nodes.get(agent)
         if run is None:
-            return Feedback("idle", **team)
-        total = execution.work or 1.0
+            return Feedback("idle", action=own, **team)
+        node = spec.node(agent)
+        first = node.deps[0]
+        rows_in = len(self.task.sources[first]) if first in self.task.sources else execution.nodes[first].rows
         return Feedback(
             kind="upstream" if run.status == "skipped" else feedback_kind(run.kind),
-            schema_match=score.node_progress.get(agent, 0.0),
-            rows_ratio=(run.rows / max(self.task.goal.rows, 1)) if run.status == "ok" else 1.0,
-            cost_share=run.work / total,
+            rows_ratio=(run.rows / max(rows_in, 1)) if run.status == "ok" else 1.0,
+            schema_match=schema_progress(list(run.columns), self._target_columns)
+            if run.status == "ok"
+            else 0.0,
             cached=run.cached,
             is_output=agent == spec.output_id,
+            action=own,
             **team,
         )
 
+    @property
+    def _target_columns(self) -> frozenset[str]:
+        """The target's columns: public (the example rows' columns)."""
+        return frozenset(str(c) for c in self.task.public.target_columns)
+
+    def _rows_of_target(self, output_rows: int) -> int:
+        """The hidden target's row count; for a public-only task the caller's ``target_rows``,
+        else ``output_rows`` (no signal: a ratio of 1)."""
+        if self.task.target is not None:
+            return self._scorer(self.task).target.rows
+        return self._target_rows if self._target_rows is not None else output_rows
+
     def _observe(self, agent: str, feedback: Feedback | None) -> dict[str, np.ndarray]:
         slot = int(agent.rsplit("_", 1)[1])
-        vector = self.builder.build(self._task_part, self.task, slot, self._round, self.rounds, feedback)
+        vector = self.builder.build(self._task_part, slot, self._round, self.rounds, feedback)
         return {OBS_KEY: vector, MASK_KEY: self.layout.mask(self.task, slot)}
 
     def _metrics(self, score: Score, spec: OrchestrationSpec | None) -> dict[str, float]:
@@ -449,4 +540,28 @@ class OrchestrationEnv(ParallelEnv):
                 "sandbox_cpu_ms": self._episode_cpu_ms,
             }
         )
+        if self.reference_metrics and self.task.target is not None:
+            metrics.update(self._reference_metrics())
         return {k: float(v) for k, v in metrics.items()}
+
+    def _reference_metrics(self) -> dict[str, float]:
+        """The solver's success on this task, and one uniformly random team's (its masked action
+        sample, one round): the figures a trained team is compared with."""
+        task, scorer = self.task, self._scorer(self.task)
+        solution = self.solution()
+        solved = 0.0
+        if solution.spec is not None:
+            solved = scorer.score(self._execution().execute(task, solution.spec)).success
+        random = {}
+        for slot, agent in enumerate(self.possible_agents):
+            random[agent] = self._action_spaces[agent].sample(mask=self.layout.mask(task, slot))
+        try:
+            spec = parse_spec(self.layout.decode(task, random))
+            lucky = scorer.score(self._execution().execute(task, spec)).success
+        except SpecError:
+            lucky = 0.0
+        return {
+            "solver_success": float(solved),
+            "solver_seconds": solution.seconds,
+            "random_team_success": float(lucky),
+        }

@@ -1,26 +1,36 @@
-"""Observation vectors: task features, the agent's slot, and feedback on its own node.
+"""Observation vectors, built from a task's public inputs and the team's own execution feedback.
 
-Built only from a task's public part (sources, goal, candidates and their evidence; see
-:mod:`.evidence`), never from the hidden reference or target. One fixed layout per level
-(``BLOCKS`` lists it), identical for every agent of the level:
+:meth:`ObservationBuilder.task_features` reads a :class:`.tasks.PublicInputs` (the sources, the
+target's column names and example rows) and the candidates proposed from it; it never sees a
+:class:`.tasks.Task`, so nothing hidden (the reference pipeline, the rest of the target) can reach
+it. One fixed layout per level (``blocks`` lists it), identical for every agent:
 
-- ``slot``: one-hot agent index;
+- ``slot``: one-hot agent index, its family in the level's skeleton (prep / join / post) and its
+  rank within that family;
 - ``round``: round / rounds, first-round flag;
-- ``sources``: per source slot: present, size, columns, share of rows feeding the target, missing
-  values, text dirt, number dirt, share of columns the target reads;
-- ``target``: size, columns, size relative to the largest source, share of copied / derived /
-  aggregated columns;
-- ``lineage``: per target column: present, copied / derived / aggregated, which sources it reads;
-- ``candidates``: per role and candidate duty: supported by the goal, where it would act
-  (source slot or post-processing), dirt of the columns it reads;
-- ``plan``: the supported stages summarised (cleaning stages per source, joins, post stages);
-- ``brief``: the supported stage at this agent's position in the canonical order (role or idle,
-  phase, where, which candidate, the dirt it still meets and the capacity that calls for, and its
-  inputs under the canonical wiring): the analysis a data engineer would start from;
-- ``feedback`` (after the first round): the agent's node outcome (ok / idle / invalid spec /
-  exception / upstream failure / timeout / limit / denied / crash), schema match with the
-  target, row-count ratio, share of the team's compute, cached, is the output; and the team's
-  last score, success and match credit.
+- ``sources``: per source slot: present, size, columns, missing values, text dirt, number dirt,
+  repeated keys, share of its columns the target names, share of the example values it holds;
+- ``target``: number of columns, and the share of them that name a source column (as is or
+  renamed), an aggregate (``sum_...``) or a derived measure;
+- ``columns``: per target column: which sources hold a column of that name (as is or renamed),
+  whether its example values are numbers, whether it names an aggregate;
+- ``candidates``: per role and candidate duty (in each agent's observation only the roles of its
+  skeleton family: cleaning, joins or post-processing; the others are zeros), what it is (base duty
+  or not, the table it acts on, its operator) and how it relates to the data and the examples:
+  whether the columns it reads and writes are in the target, the share of rows it keeps, whether the
+  examples can be checked against it and the share that agree (a filter's predicate on the example
+  rows, directly or through a key the target shows; a derived value recomputed; a renamed column's
+  example values found in the source column), how improbable that agreement is by chance (share kept
+  ^ examples), the read columns' distinctness, repeats, missing values and dirt, a join's key
+  overlap, the share of example rows a cleaning duty's output holds when it runs with the joins and
+  post stages the target's columns imply, and (cleaning duties) the prior the solver ranks it by
+  (:meth:`.analysis.PublicView.prep_score`);
+- ``feedback`` (after the first round): the agent's own node (outcome kind, rows out / rows in,
+  its output's column overlap with the target's, cached, is the output, and its own last action);
+  the team's output against the target: valid, column overlap, output rows / target rows, and for
+  each example row whether the output holds it, once or more than once;
+- ``team_spec`` (after the first round): every agent's last action, one-hot per component: the
+  spec the team wrote, so a revision can wire to what the others actually did.
 
 Values are finite and clipped to [-CLIP, CLIP] (non-finite inputs become 0 or the bound).
 """
@@ -28,65 +38,80 @@ Values are finite and clipped to [-CLIP, CLIP] (non-finite inputs become 0 or th
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from orchestrl.envs.orchestration.actions import ActionLayout
-from orchestrl.envs.orchestration.evidence import POST, POST_ROLES, PREP_ROLES, plan_inputs
-from orchestrl.envs.orchestration.spec import CAPACITIES, ROLES, Role
-from orchestrl.envs.orchestration.tasks import Task
+from orchestrl.envs.orchestration.analysis import CANDIDATE_NUMBERS, PublicView
+from orchestrl.envs.orchestration.candidates import rename
+from orchestrl.envs.orchestration.plans import POST, Family, family_of
+from orchestrl.envs.orchestration.spec import (
+    ROLES,
+    AggregateDuty,
+    DedupDuty,
+    DeriveDuty,
+    FilterDuty,
+    JoinDuty,
+    Role,
+    TopKDuty,
+)
 
 CLIP = 5.0
-TARGET_COLUMNS = 8
+TARGET_COLUMNS = 16
+MAX_EXAMPLES = 6
 FEEDBACK_KINDS = ("ok", "idle", "invalid", "exception", "upstream", "timeout", "limit", "denied", "crash")
 _KIND_ALIASES = {"bad_output": "exception", "memory": "limit", "cpu_limit": "limit", "protocol": "crash"}
+OPS = 6
+"""Operator one-hot width (filter: eq ne gt lt notnull complete-rows; derive: mul add sub div
+nonnull; aggregate: sum mean max min count size; dedup: one column, two, all; join: same name,
+other names, natural; top-k: descending, ascending)."""
+AGGREGATE_PREFIXES = ("sum_", "mean_", "max_", "min_", "count_")
 
 
 @dataclass(frozen=True)
 class Feedback:
-    """What an agent learns about its own node after a round."""
+    """What an agent learns after a round: its own node, and the team's output."""
 
     kind: str  # one of FEEDBACK_KINDS (aliases folded)
-    schema_match: float = 0.0
-    rows_ratio: float = 1.0
-    cost_share: float = 0.0
+    rows_ratio: float = 1.0  # own node: rows out / rows in
+    schema_match: float = 0.0  # own node's columns against the target's (Jaccard)
     cached: bool = False
     is_output: bool = False
-    team_score: float = 0.0
-    team_success: float = 0.0
-    team_match: float = 0.0
+    action: tuple[int, ...] | None = None  # the agent's own last action
+    team_valid: bool = False
+    team_schema: float = 0.0  # the output's columns against the target's (Jaccard)
+    team_rows_ratio: float = 0.0  # output rows / target rows (0 without an output)
+    examples_found: tuple[int, ...] = field(default_factory=tuple)  # per example row: times in the output
+    team_actions: tuple[tuple[int, ...] | None, ...] = ()  # every agent's last action (None: none)
 
 
 class ObservationBuilder:
-    """Turns a task (and feedback) into the level's fixed-size observation vector."""
+    """Turns public inputs (and feedback) into the level's fixed-size observation vector."""
 
-    def __init__(self, layout: ActionLayout) -> None:
+    def __init__(self, layout: ActionLayout, skeleton: Sequence[Family]) -> None:
         self.layout = layout
+        self.skeleton = tuple(skeleton)
         s, k = layout.sources, layout.duties
+        self.candidate_width = 2 + (s + 1) + OPS + len(CANDIDATE_NUMBERS) + 1
         self.blocks: list[tuple[str, int]] = [
-            ("slot", layout.agents),
+            ("slot", layout.agents + len(Family) + 3),
             ("round", 2),
-            ("sources", s * 8),
-            ("target", 6),
-            ("lineage", TARGET_COLUMNS * (4 + s)),
-            ("candidates", len(ROLES) * k * (s + 4)),
-            ("plan", s + 6),
+            ("sources", s * 10),
+            ("target", 5),
+            ("columns", TARGET_COLUMNS * (s + 4)),
+            ("candidates", len(ROLES) * k * self.candidate_width),
             (
-                "brief",
-                1
-                + len(ROLES)
-                + 3
-                + (s + 1)
-                + k
-                + len(CAPACITIES)
-                + 2
-                + int(layout.nvec[3])
-                + int(layout.nvec[4]),
+                "feedback",
+                len(FEEDBACK_KINDS) + 5 + 1 + len(ROLES) + k + int(layout.nvec[2]) + 4 + 2 * MAX_EXAMPLES + 1,
             ),
-            ("feedback", len(FEEDBACK_KINDS) + 9),
+            ("team_spec", layout.agents * int(layout.nvec.sum())),
         ]
         self.size = sum(n for _, n in self.blocks)
+        self._masks: dict[Family, np.ndarray] = {}
 
     def offsets(self) -> dict[str, slice]:
         out, start = {}, 0
@@ -95,160 +120,174 @@ class ObservationBuilder:
             start += n
         return out
 
-    # ------------------------------------------------------------------------------ static parts
-    def task_features(self, task: Task) -> np.ndarray:
-        """The part shared by all agents: sources, target, lineage, candidates, plan."""
+    # ------------------------------------------------------------------------------ task part
+    def task_features(self, public: Any, candidates: Mapping[Role, Sequence[Any]]) -> np.ndarray:
+        """The part shared by all agents, from the public inputs and their candidates only."""
+        view = public.view
         return np.concatenate(
             [
-                self._sources(task),
-                self._target(task),
-                self._lineage(task),
-                self._candidates(task),
-                self._plan(task),
+                self._sources(view),
+                self._target(view),
+                self._columns(view),
+                self._candidates(view, candidates),
             ]
         ).astype(np.float32)
 
-    def _sources(self, task: Task) -> np.ndarray:
-        out = np.zeros((self.layout.sources, 8))
-        for i, info in enumerate(task.infos[: self.layout.sources]):
-            cols = info.columns
+    def _sources(self, view: PublicView) -> np.ndarray:
+        out = np.zeros((self.layout.sources, 10))
+        for i, frame in enumerate(view.frames[: self.layout.sources]):
+            cols = list(view.profiles[i].values())
+            named = [c for c in cols if c.name in view.target or rename(c.name) in view.target]
             out[i] = [
                 1.0,
-                math.log1p(info.rows) / 6.0,
+                math.log1p(len(frame)) / 6.0,
                 len(cols) / 16.0,
-                len(info.contributing) / max(info.rows, 1),
-                float(np.mean([c.null_frac for c in cols])) if cols else 0.0,
+                max((c.null_frac for c in cols), default=0.0),
                 max((c.dirt_text for c in cols), default=0.0),
                 max((c.dirt_num for c in cols), default=0.0),
-                float(np.mean([c.in_target for c in cols])) if cols else 0.0,
+                max((c.repeated_frac for c in cols if c.key), default=0.0) * 5.0,
+                len(named) / max(len(view.target), 1),
+                view.example_overlap(i),
+                float(i == 0),
             ]
         return out.reshape(-1)
 
-    @staticmethod
-    def _kind(expression: str) -> int:
-        """0 copied, 1 derived, 2 aggregated."""
-        if expression.startswith(("sum(", "mean(", "max(", "min(", "count(", "size(")):
-            return 2
-        return 1 if "(" in expression else 0
+    def _target(self, view: PublicView) -> np.ndarray:
+        target = view.target
+        n = max(len(target), 1)
+        sourced = sum(view.holders(t) != [] for t in target)
+        renamed = sum(t not in view.all_columns and view.holders(t) != [] for t in target)
+        aggregated = sum(t.startswith(AGGREGATE_PREFIXES) for t in target)
+        derived = sum(t == view.domain.derived or t == rename(view.domain.derived) for t in target)
+        return np.array([len(target) / 16.0, sourced / n, renamed / n, aggregated / n, derived / n])
 
-    def _target(self, task: Task) -> np.ndarray:
-        goal = task.goal
-        kinds = np.bincount([self._kind(e) for e in goal.lineage.values()], minlength=3) / max(
-            len(goal.lineage), 1
-        )
-        biggest = max((info.rows for info in task.infos), default=1)
-        return np.array(
-            [math.log1p(goal.rows) / 6.0, len(goal.columns) / 16.0, goal.rows / max(biggest, 1), *kinds]
-        )
-
-    def _lineage(self, task: Task) -> np.ndarray:
+    def _columns(self, view: PublicView) -> np.ndarray:
         s = self.layout.sources
-        out = np.zeros((TARGET_COLUMNS, 4 + s))
-        names = task.source_names
-        for row, column in enumerate(task.goal.columns[:TARGET_COLUMNS]):
-            expression = task.goal.lineage.get(column, "")
+        out = np.zeros((TARGET_COLUMNS, s + 4))
+        for row, column in enumerate(view.target[:TARGET_COLUMNS]):
             out[row, 0] = 1.0
-            out[row, 1 + self._kind(expression)] = 1.0
-            for i, name in enumerate(names[:s]):
-                keyed = any(f"@{k}" in expression and k in task.sources[name].columns for k in task.keys)
-                out[row, 4 + i] = float(f"{name}." in expression or keyed)
+            for i in view.holders(column):
+                if i < s:
+                    out[row, 1 + i] = 1.0
+            values = view.examples[column] if column in view.examples.columns else pd.Series(dtype=object)
+            out[row, s + 1] = float(pd.api.types.is_numeric_dtype(values))
+            out[row, s + 2] = float(column.startswith(AGGREGATE_PREFIXES))
+            out[row, s + 3] = float(column not in view.all_columns and not view.holders(column))
         return out.reshape(-1)
 
-    def _home(self, home: int | None) -> np.ndarray:
-        out = np.zeros(self.layout.sources + 1)
-        if home is not None:
-            out[self.layout.sources if home == POST else min(home, self.layout.sources - 1)] = 1.0
-        return out
-
-    def _candidates(self, task: Task) -> np.ndarray:
-        k, s = self.layout.duties, self.layout.sources
-        out = np.zeros((len(ROLES), k, s + 4))
+    def _candidates(self, view: PublicView, candidates: Mapping[Role, Sequence[Any]]) -> np.ndarray:
+        k, width = self.layout.duties, self.candidate_width
+        out = np.zeros((len(ROLES), k, width))
         for r, role in enumerate(ROLES):
-            for j, ev in enumerate(task.evidence[role][:k]):
-                out[r, j] = [float(ev.consistent), *self._home(ev.home), ev.dirt_text, ev.dirt_num]
+            for j, duty in enumerate(list(candidates[role])[:k]):
+                out[r, j] = self._candidate(view, role, duty)
         return out.reshape(-1)
 
-    def _plan(self, task: Task) -> np.ndarray:
+    def _candidate(self, view: PublicView, role: Role, duty: Any) -> np.ndarray:
         s = self.layout.sources
-        prep = np.zeros(s)
-        joins = 0
-        post = dict.fromkeys(POST_ROLES, 0.0)
-        for st in task.plan:
-            if st.role in PREP_ROLES and 0 <= st.home < s:
-                prep[st.home] += 0.5
-            elif st.role is Role.JOIN:
-                joins += 1
-            elif st.role in post:
-                post[st.role] = 1.0
-        return np.array([*prep, joins / 2.0, *post.values(), len(task.plan) / self.layout.agents])
-
-    def brief(self, task: Task, slot: int) -> np.ndarray:
-        k, s = self.layout.duties, self.layout.sources
-        nvec = self.layout.nvec
-        role = np.zeros(1 + len(ROLES))
-        phase = np.zeros(3)
-        candidate = np.zeros(k)
-        dirt = np.zeros(2)
-        capacity = np.zeros(len(CAPACITIES))
-        input_a, input_b = np.zeros(nvec[3]), np.zeros(nvec[4])
-        plan = task.plan
-        home = np.zeros(s + 1)
-        if slot < len(plan):
-            st = plan[slot]
-            role[1 + ROLES.index(st.role)] = 1.0
-            phase[0 if st.role in PREP_ROLES else 1 if st.role is Role.JOIN else 2] = 1.0
-            home = self._home(st.home)
-            candidate[st.candidate] = 1.0
-            dirt[:] = [st.dirt_text, st.dirt_num]
-            capacity[CAPACITIES.index(st.capacity)] = 1.0
-            inputs = [i if kind == "source" else s + i for kind, i in plan_inputs(plan)[slot]]
-            if inputs[0] < nvec[3]:
-                input_a[inputs[0]] = 1.0
-            if len(inputs) > 1 and inputs[1] + 1 < nvec[4]:
-                input_b[inputs[1] + 1] = 1.0
-        else:
-            role[0] = 1.0
-        return np.concatenate([role, phase, home, candidate, capacity, dirt, input_a, input_b])
+        home = view.home(role, duty)
+        where = np.zeros(s + 1)
+        if home is not None:
+            where[s if home == POST else min(home, s - 1)] = 1.0
+        prior = 0.0
+        if role in (Role.FILTER, Role.DEDUP):  # the best prior over the tables it can act on
+            best = max((view.prep_score(role, duty, h) for h in view.prep_homes(duty)), default=-math.inf)
+            prior = max(best / 10.0, -1.0)
+        return np.concatenate(
+            [[1.0, float(duty.is_base)], where, _op_code(duty), view.numbers(role, duty, home), [prior]]
+        )
 
     # ------------------------------------------------------------------------------ full vector
     def build(
-        self,
-        task_part: np.ndarray,
-        task: Task,
-        slot: int,
-        round_index: int,
-        rounds: int,
-        feedback: Feedback | None,
+        self, task_part: np.ndarray, slot: int, round_index: int, rounds: int, feedback: Feedback | None
     ) -> np.ndarray:
-        slot_vec = np.zeros(self.layout.agents)
+        slot_vec = np.zeros(self.layout.agents + len(Family) + 3)
         slot_vec[slot] = 1.0
+        family = self.skeleton[slot]
+        slot_vec[self.layout.agents + list(Family).index(family)] = 1.0
+        rank = sum(1 for f in self.skeleton[:slot] if f is family)
+        slot_vec[self.layout.agents + len(Family) + min(rank, 2)] = 1.0
         round_vec = np.array([round_index / max(rounds, 1), float(round_index == 0)])
-        parts = [slot_vec, round_vec, task_part, self.brief(task, slot), self._feedback(feedback)]
+        mine = sanitise(task_part) * self._family_mask(family)  # finite first: inf * 0 is nan
+        parts = [slot_vec, round_vec, mine, self._feedback(feedback), self._team_spec(feedback)]
         return sanitise(np.concatenate(parts))
 
-    @staticmethod
-    def _feedback(fb: Feedback | None) -> np.ndarray:
+    def _family_mask(self, family: Family) -> np.ndarray:
+        """1 over the task part, except the candidates of roles outside ``family`` (0)."""
+        mask = self._masks.get(family)
+        if mask is None:
+            offsets = self.offsets()
+            start = offsets["candidates"].start - offsets["sources"].start
+            rows = np.repeat(
+                [float(family_of(r) is family) for r in ROLES], self.layout.duties * self.candidate_width
+            )
+            size = offsets["candidates"].stop - offsets["sources"].start
+            mask = np.ones(size, dtype=np.float32)
+            mask[start:] = rows
+            self._masks[family] = mask
+        return mask
+
+    def _team_spec(self, fb: Feedback | None) -> np.ndarray:
+        """The team's last actions, one one-hot per action component and agent (zeros before the
+        first round and for agents without a recorded action)."""
+        nvec = self.layout.nvec
+        out = np.zeros((self.layout.agents, int(nvec.sum())))
+        if fb is not None:
+            starts = np.concatenate([[0], np.cumsum(nvec)[:-1]])
+            for slot, action in enumerate(fb.team_actions[: self.layout.agents]):
+                if action is not None:
+                    for c, value in enumerate(action):
+                        out[slot, starts[c] + min(int(value), int(nvec[c]) - 1)] = 1.0
+        return out.reshape(-1)
+
+    def _feedback(self, fb: Feedback | None) -> np.ndarray:
         kinds = np.zeros(len(FEEDBACK_KINDS))
+        k = self.layout.duties
+        action = np.zeros(1 + len(ROLES) + k + int(self.layout.nvec[2]))
+        found = np.zeros(2 * MAX_EXAMPLES)
         if fb is None:
-            return np.concatenate([kinds, np.zeros(9)])
+            return np.concatenate([kinds, np.zeros(5), action, np.zeros(4), found, [0.0]])
         kinds[FEEDBACK_KINDS.index(_KIND_ALIASES.get(fb.kind, fb.kind))] = 1.0
-        ratio = math.log(max(fb.rows_ratio, 1e-3))
-        return np.concatenate(
-            [
-                kinds,
-                [
-                    fb.schema_match,
-                    ratio / 3.0,
-                    fb.cost_share,
-                    float(fb.cached),
-                    float(fb.is_output),
-                    fb.team_score,
-                    fb.team_success,
-                    fb.team_match,
-                    1.0,
-                ],
-            ]
-        )
+        if fb.action is not None:
+            role, duty, capacity = (int(v) for v in fb.action[:3])
+            action[role] = 1.0
+            if role:
+                action[1 + len(ROLES) + min(duty, k - 1)] = 1.0
+                action[1 + len(ROLES) + k + capacity] = 1.0
+        for i, times in enumerate(fb.examples_found[:MAX_EXAMPLES]):
+            found[2 * i] = float(times >= 1)
+            found[2 * i + 1] = float(times >= 2)
+        own = [
+            math.log(max(fb.rows_ratio, 1e-3)) / 3.0,
+            fb.schema_match,
+            float(fb.cached),
+            float(fb.is_output),
+            float(fb.kind == "ok"),
+        ]
+        ratio = math.log(max(fb.team_rows_ratio, 1e-3)) / 3.0 if fb.team_rows_ratio > 0 else -CLIP
+        held = float(np.mean([times >= 1 for times in fb.examples_found])) if fb.examples_found else 0.0
+        team = [float(fb.team_valid), fb.team_schema, ratio, held]
+        return np.concatenate([kinds, own, action, team, found, [1.0]])
+
+
+def _op_code(duty: Any) -> np.ndarray:
+    out = np.zeros(OPS)
+    index: int | None = None
+    if isinstance(duty, FilterDuty):
+        index = 5 if duty.column is None else ("eq", "ne", "gt", "lt", "notnull").index(duty.op)
+    elif isinstance(duty, DeriveDuty):
+        index = ("mul", "add", "sub", "div", "nonnull").index(duty.op)
+    elif isinstance(duty, AggregateDuty):
+        index = ("sum", "mean", "max", "min", "count", "size").index(duty.fn)
+    elif isinstance(duty, DedupDuty):
+        index = 2 if duty.subset is None else min(len(duty.subset), 2) - 1
+    elif isinstance(duty, JoinDuty):
+        index = 2 if duty.left_on is None else int(duty.left_on != duty.right_on)
+    elif isinstance(duty, TopKDuty):
+        index = int(duty.ascending)
+    if index is not None:
+        out[index] = 1.0
+    return out
 
 
 def sanitise(vector: np.ndarray) -> np.ndarray:

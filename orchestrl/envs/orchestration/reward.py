@@ -87,6 +87,10 @@ class Score:
         return {"score": self.total, "success": self.success, **{t: float(getattr(self, t)) for t in TERMS}}
 
 
+UNSCORED = Score(success=0.0, r_success=0.0, r_efficiency=0.0, r_graph=0.0, r_process=0.0, r_penalty=0.0)
+"""The score of a round on a task with no hidden target (a user's own tables): nothing to score."""
+
+
 def schema_progress(columns: tuple[str, ...] | list[str], target: frozenset[str]) -> float:
     cols = frozenset(columns)
     union = cols | target
