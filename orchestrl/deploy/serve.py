@@ -211,9 +211,8 @@ def stop(*, keep_serve: bool = False, timeout_s: float = 60.0) -> None:
     """Removes the application, and Serve's controller and HTTP proxies unless ``keep_serve``
     (a cluster's Serve may hold other applications; a local Ray's ends with its session anyway).
 
-    Without ``keep_serve`` it returns once Serve's actors are gone: ``serve.shutdown()`` returns
-    while the old controller is still killing its proxies by name, and a Serve started in the same
-    Ray session meanwhile had its new proxy (same name) killed before it ran."""
+    Without ``keep_serve`` it returns once Serve's named actors are gone (``serve.shutdown()`` may
+    return before they are), so the next Serve started in the same Ray session starts from none."""
     import ray
     from ray import serve
 
