@@ -78,6 +78,32 @@ FAULTS = (
         ("tests/learning/test_training_beats_untrained.py", "tests/credit/test_warm_start.py"),
     ),
     Fault(
+        "neuromas_advantage_sign",
+        "NeuroMAS' joint loss (PPO and REINFORCE) is handed -A instead of A",
+        "orchestrl/algorithms/neuromas/learner.py",
+        "            advantages=batch[Postprocessing.ADVANTAGES],\n",
+        "            advantages=-batch[Postprocessing.ADVANTAGES],\n",
+        ("tests/neuromas/test_learning.py::test_two_training_iterations_in_process",),
+    ),
+    Fault(
+        "messages_not_cut",
+        "NeuroMAS' cut variant (messages: none) is built with continuous messages: its composer still"
+        " receives what the extractor read",
+        "orchestrl/algorithms/neuromas/algorithm.py",
+        '        "messages": knobs.messages,\n',
+        '        "messages": "continuous" if knobs.messages == "none" else knobs.messages,\n',
+        ("tests/neuromas/test_cut.py",),
+    ),
+    Fault(
+        "pointer_rows_from_another_agent",
+        "NeuroMAS: an agent reuses another agent's encoder pass even when their observations differ"
+        " (its pointer keys and reads come from what the other agent saw)",
+        "orchestrl/algorithms/neuromas/network.py",
+        "                    and torch.equal(obs[a], obs[b])\n",
+        "",
+        ("tests/neuromas/test_cut.py",),
+    ),
+    Fault(
         "sandbox_memory_limit_off",
         "sandbox jobs run without the address-space limit",
         "orchestrl/envs/orchestration/sandbox/confine.py",

@@ -1,71 +1,48 @@
-"""NeuroMAS evidence: held-out-schema Text2SQL accuracy by topology, with and without messages.
+"""NeuroMAS evidence on Text2SQL v2: held-out-schema and hand-written-question execution accuracy.
 
-What it runs (every run through the same RLlib modules and learner as ``orchestrl train``, in
-process via ``InProcessTrainer``, with Ray never started; one torch thread):
+Every run goes through the same RLlib modules and learner as ``orchestrl train``, in process via
+``InProcessTrainer`` (Ray is never started; one torch thread per run): behaviour cloning from the
+env's expert on the ``train`` split's ten schemas, then PPO on the shared execution reward. Each
+trained team is then scored by ``orchestrl ask``'s own path (:mod:`orchestrl.deploy.score`) on
 
-- Text2SQL, trained on the ``train`` split's schemas, scored by execution accuracy (greedy joint
-  action, the env's ``success``) on EVERY question of the ``test`` split: three schemas never seen
-  in training, more than half of the questions in phrasings never seen either. Each run: behaviour
-  cloning from the env's expert, then PPO on the shared execution reward. Every variant has the
-  text encoder's frozen all-MiniLM-L6-v2 word vectors and ``observe: inputs`` (the composer knows
-  the question only through the messages it receives; its pointer still copies the WHERE value
-  out of the question) unless its name says otherwise. Variants: ``neuromas3/5/7`` (hidden [1,1],
-  [2,2], [2,2,2], continuous messages), the same with messages cut (``*_cut``), ``monolithic``
-  (one node that reads everything and acts for both agents, backbone widened to NeuroMAS-7's
-  parameter count), ``neuromas7_grown`` (NeuroMAS-7 grown from the same seed's trained
-  NeuroMAS-5, then the same recipe as ``neuromas7`` from scratch: equal steps),
-  ``neuromas5_sees_all(_cut)`` (``observe: all``: the composer reads the question itself) and
-  ``neuromas5_no_word_vectors``.
-- MPE simple_speaker_listener (25-step episodes, return summed over both agents): NeuroMAS [1,1]
-  with continuous messages vs messages cut (the env's own speech channel stays in both), PPO only;
-  the greedy return over 20 episodes at the end.
+- ``heldout_execution_accuracy``: every question of the ``test`` split, three schemas training
+  never saw, half of it phrased by the held-out grammar training never saw (the JSON also splits it
+  into ``heldout_unseen_grammar_accuracy`` and the seen half);
+- ``natural_accuracy``: the 75 hand-written questions of ``tests/data/text2sql_natural.jsonl`` over
+  the same test schemas, written by a person before the grammars and never used to train or tune.
 
-Each figure is the IQM over seeds with a 95% stratified-bootstrap CI (``orchestrl.tracking.stats``).
-Prints one JSON object and writes ``neuromas.png`` (``--out``).
+Variants (every one with frozen all-MiniLM-L6-v2 WordPiece vectors and value linking):
+
+- ``neuromas3/5/7``: hidden layers [1,1] / [2,2] / [2,2,2], continuous messages, ``observe:
+  inputs`` (the composer does not read the question at all; it knows the task from its messages);
+- ``neuromas3/5/7_cut``: the same with messages cut: the composer is blind;
+- ``neuromas5_reads_all``: ``observe: all``, every agent reads the question (what messages should
+  recover);
+- ``monolithic``: one node reads everything and acts for both agents, its backbone widened to
+  NeuroMAS-7's parameter count;
+- ``neuromas7_grown``: NeuroMAS-7 grown from the same seed's trained ``neuromas5`` (exact: the new
+  layer starts as relays), then the ``neuromas7`` recipe on fresh demonstrations (seed + 1000);
+  ``neuromas7_long``: NeuroMAS-7 from scratch with the same total env steps as the grown one and its
+  -5 together (twice the demonstrations and PPO iterations, the same number of gradient steps);
+- ``neuromas5_contextual``: ``neuromas5_reads_all`` with the question's words as the frozen MiniLM's
+  contextual states (cached per question) instead of static piece vectors, with the CPU it costs.
+
+``blind_baseline`` is what the cut variants should fall to: the expert's extractor with a composer
+that ignores the question and always plays the most common expert composer action of the training
+split. Each learned figure is the IQM over seeds with a 95% stratified-bootstrap CI
+(:mod:`orchestrl.tracking.stats`); ``cpu_minutes`` is each run's process CPU time (training only).
 
 Run:
-    python benchmarks/neuromas.py --quick   # 3 seeds, small budgets (4.9 min here): the pipeline
-    python benchmarks/neuromas.py           # 3 seeds, full budgets: 43 minutes here, 2 runs at a time
-    python benchmarks/neuromas.py --variants neuromas5 neuromas5_cut --no-mpe   # a subset
-    python benchmarks/neuromas.py --score <checkpoint>   # a trained run, on every question of each split
+    python benchmarks/neuromas.py --quick          # 1 seed, tiny budgets: the pipeline (< 4 min)
+    python benchmarks/neuromas.py                  # 3 seeds, full budgets
+    python benchmarks/neuromas.py --long --variants neuromas5_reads_all --seeds 2 --jobs 2
+                                                   # the language goal: 60 cloning epochs on 8,192 demos
+    python benchmarks/neuromas.py --variants neuromas5 neuromas5_cut --seeds 2
+    python benchmarks/neuromas.py --score <checkpoint>   # every split and both hand-written sets
+    python benchmarks/neuromas.py --summarise run.err    # the figures of the runs an interrupted run
+                                                         # finished (its stderr), each over its seeds
 
-Measured (2026-11-30, full mode, ``python benchmarks/neuromas.py``: 42.7 min wall on 2 cores, two
-runs at a time; each run 30 BC epochs over 4,096 expert demos + 3 PPO iterations of 512 steps,
-129-164 s of training; IQM over 3 seeds [95% CI], all 489 test questions):
-
-    held-out execution accuracy     learned messages       messages cut
-    NeuroMAS-3                      0.868 [0.818, 0.894]   0.090 [0.059, 0.110]
-    NeuroMAS-5                      0.870 [0.836, 0.922]   0.119 [0.115, 0.125]
-    NeuroMAS-7                      0.867 [0.798, 0.910]   0.119 [0.119, 0.121]
-    NeuroMAS-5, observe: all        0.853 [0.808, 0.877]   0.877 [0.867, 0.886]
-    NeuroMAS-5, no word vectors     0.697 [0.667, 0.716]
-    monolithic (179k params, = -7)  0.853 [0.798, 0.894]
-    NeuroMAS-7 grown from -5        0.901 [0.871, 0.924]   (+0.034 over -7 from scratch)
-    speaker_listener return         -28.2 [-30.5, -26.0]   -30.2 [-32.6, -26.3]   (10 x 2,000 steps)
-
-What it shows, and what it does not:
-
-- Every NeuroMAS topology clears 0.80 on held-out schemas in under 3 minutes of training per run.
-  The frozen word vectors are what carry held-out phrasings ("largest", "combined", "exceeding"):
-  without them NeuroMAS-5 scores 0.697. Depth adds nothing measurable here: -3, -5 and -7 are
-  within 0.003 of each other, with seed-to-seed spreads of 0.08-0.11.
-- With ``observe: inputs`` messages are the composer's only view of the task, and cutting them
-  costs 75-78 points: a cut composer always picks the same aggregate, operator and ordering. When
-  the composer reads the question itself (``observe: all``), messages add nothing on this task
-  (0.853 with, 0.877 without): both agents can infer their choices from the question alone.
-- Growth: NeuroMAS-7 grown from each seed's trained -5, then given the same recipe as -7 from
-  scratch (equal steps after growth), scores 0.901 against 0.867, higher on every seed (0.908 /
-  0.871 / 0.924 against 0.894 / 0.798 / 0.910); the CIs overlap. Growth is exact: each grown net,
-  before any training, scores what its -5 did (``grown_at_growth_per_seed``), because the new layer
-  starts as relays (residual messages, ``orchestrl/algorithms/neuromas/growth.py``). The grown net has
-  had the -5's training too; that head start is what growth buys (without relays, the grown net
-  started at 0.18 and ended 0.030 below scratch).
-- PPO after cloning changes little: it moves each variant's IQM by -0.03 to +0.03 (the JSON's
-  ``heldout_accuracy_after_bc_only``); the train split is solved (train accuracy ~1.0). It cost
-  single runs up to 0.08 until the warm start also fitted the auxiliary reward head (see
-  ``orchestrl/algorithms/neuromas/warm_start.py``).
-- speaker_listener needs far more than 20k steps: both variants are still at the start of
-  learning; their CIs overlap.
+Measured: see the README's NeuroMAS section (the full run's JSON, command and wall time).
 """
 
 from __future__ import annotations
@@ -75,26 +52,39 @@ import json
 import sys
 import tempfile
 import time
+from collections import Counter
 from concurrent.futures import FIRST_COMPLETED, wait
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
-import tree
-from ray.rllib.utils.spaces import space_utils
 
 from orchestrl.algorithms.behaviour_cloning import configured_warm_start
 from orchestrl.algorithms.neuromas.growth import grow
 from orchestrl.algorithms.neuromas.network import parameter_count
-from orchestrl.algorithms.neuromas.team_env import TEAM, NeuromasTeamEnv
-from orchestrl.envs.rllib_env import env_config
+from orchestrl.algorithms.neuromas.team_env import TEAM
+from orchestrl.deploy.ask import Team
+from orchestrl.deploy.score import successes
+from orchestrl.envs.text2sql import actions as act
+from orchestrl.envs.text2sql.bank import QuestionBank, load_bank
+from orchestrl.envs.text2sql.expert import expert_actions
+from orchestrl.envs.text2sql.handwritten import load_handwritten
+from orchestrl.envs.text2sql.query import PlanError, render_sql
+from orchestrl.envs.text2sql.questions import Question
+from orchestrl.envs.text2sql.schemas import SCHEMAS
+from orchestrl.envs.text2sql.scoring import results_match
+from orchestrl.envs.text2sql.sql_runner import SQLRunner
 from orchestrl.experiment.builder import build_ppo_config
 from orchestrl.experiment.config import validate_config
 from orchestrl.tracking.stats import aggregate
 from orchestrl.training.inprocess import InProcessTrainer
 from orchestrl.training.runtime import quiet_environment, silence_noise, worker_pool
+
+ROOT = Path(__file__).resolve().parents[1]
+NATURAL = ROOT / "tests" / "data" / "text2sql_natural.jsonl"
+NATURAL_DEV = ROOT / "tests" / "data" / "text2sql_natural_dev.jsonl"
 
 
 @dataclass(frozen=True)
@@ -102,37 +92,33 @@ class Budget:
     seeds: int
     bc_epochs: int
     bc_samples: int
-    """Expert demonstrations, drawn at random from the 971 training questions."""
+    """Expert demonstrations (env steps), drawn at random from the training questions."""
     rl_iterations: int
     rl_batch: int
-    mpe_iterations: int
-    mpe_batch: int
 
 
-QUICK = Budget(
-    3, bc_epochs=6, bc_samples=2048, rl_iterations=1, rl_batch=256, mpe_iterations=2, mpe_batch=1000
-)
-FULL = Budget(
-    3, bc_epochs=30, bc_samples=4096, rl_iterations=3, rl_batch=512, mpe_iterations=10, mpe_batch=2000
-)
+QUICK = Budget(1, bc_epochs=2, bc_samples=512, rl_iterations=1, rl_batch=64)
+FULL = Budget(3, bc_epochs=12, bc_samples=4096, rl_iterations=2, rl_batch=256)
+LONG = Budget(2, bc_epochs=60, bc_samples=8192, rl_iterations=2, rl_batch=256)
+"""The budget of the language goal's measurement (under 30 CPU-minutes per run)."""
 
 MODEL = {
     "embed_dim": 48,
     "text_layers": 2,
     "heads": 4,
     "aux_coeff": 0.1,
-    "bc_token_dropout": 0.3,
+    "bc_token_dropout": 0.1,
     "word_vectors": True,
     "observe": "inputs",
+    "messages": "continuous",
 }
-"""Every variant's knobs unless it says otherwise: the composer knows the task from messages only."""
-BC = {"batch_size": 64, "lr": 1e-3}
+"""Every variant's knobs unless it says otherwise."""
+BC = {"batch_size": 64, "lr": 3e-3}
 """The ``warm_start:`` settings every variant clones the expert with."""
 HIDDEN = [96]
 RL_LR = 3e-5
-"""PPO fine-tunes the cloned policy gently: at 3e-4 its first updates, with a critic that has not
-learnt yet, moved NeuroMAS-5's test accuracy between 0.43 and 0.80 from one iteration to the next
-(0.82 after cloning); at 3e-5 it stayed within 0.81-0.85 over 10 iterations (one seed)."""
+"""PPO fine-tunes the cloned policy gently (at 3e-4 its first updates, with a critic that has not
+learnt yet, cost v1 up to 0.4 of test accuracy)."""
 VARIANTS: dict[str, dict[str, Any]] = {
     "neuromas3": {"layers": [1, 1]},
     "neuromas5": {"layers": [2, 2]},
@@ -140,19 +126,14 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "neuromas3_cut": {"layers": [1, 1], "messages": "none"},
     "neuromas5_cut": {"layers": [2, 2], "messages": "none"},
     "neuromas7_cut": {"layers": [2, 2, 2], "messages": "none"},
+    "neuromas5_reads_all": {"layers": [2, 2], "observe": "all"},
     "monolithic": {"monolithic": True},
     "neuromas7_grown": {"layers": [2, 2, 2]},
-    "neuromas5_sees_all": {"layers": [2, 2], "observe": "all"},
-    "neuromas5_sees_all_cut": {"layers": [2, 2], "observe": "all", "messages": "none"},
-    "neuromas5_no_word_vectors": {"layers": [2, 2], "word_vectors": False},
+    "neuromas7_long": {"layers": [2, 2, 2]},
+    "neuromas5_contextual": {"layers": [2, 2], "observe": "all", "contextual": True},
 }
-COMPARISONS = {
-    "neuromas3": "neuromas3_cut",
-    "neuromas5": "neuromas5_cut",
-    "neuromas7": "neuromas7_cut",
-    "neuromas5_sees_all": "neuromas5_sees_all_cut",
-}
-"""Learned messages vs the same nodes with messages cut (``comm_minus_cut`` in the JSON)."""
+GROWN_SEED_OFFSET = 1000
+"""The grown run's own seed (fresh demonstrations and PPO samples) is its -5's seed + this."""
 
 
 def text2sql_experiment(
@@ -179,67 +160,99 @@ def text2sql_experiment(
             "lr": RL_LR,
             "entropy_coeff": 0.0,
             "num_epochs": 2,
-            "minibatch_size": 128,
+            "minibatch_size": min(128, budget.rl_batch),
             "train_batch_size": budget.rl_batch,
         },
-        "resources": {"env_runners": 0, "envs_per_env_runner": 32},
+        "resources": {"env_runners": 0, "envs_per_env_runner": 16},
     }
 
 
-def heldout_accuracy(module: Any, data_dir: Path, split: str = "test") -> float:
-    """Execution accuracy of ``module``'s greedy joint action on every question of ``split``."""
-    from ray.rllib.core.columns import Columns
+@dataclass(frozen=True)
+class Evaluation:
+    """The question sets a team is scored on (built once per process)."""
 
-    env = NeuromasTeamEnv(env_config("text2sql", {"split": split, "data_dir": str(data_dir)}))
-    n = len(env.inner.raw_env.questions)
-    observations = [env.reset(options={"question_index": i})[0][TEAM] for i in range(n)]
-    batch = tree.map_structure(torch.as_tensor, space_utils.batch(observations))
-    out = module.forward_inference({Columns.OBS: batch})
-    if Columns.ACTIONS in out:
-        actions = out[Columns.ACTIONS]
-    else:
-        dist = module.get_inference_action_dist_cls().from_logits(out[Columns.ACTION_DIST_INPUTS])
-        actions = dist.to_deterministic().sample()
-    successes = []
-    for i in range(n):
-        env.reset(options={"question_index": i})
-        *_, infos = env.step({TEAM: actions[i].numpy()})
-        successes.append(infos[TEAM]["metrics"]["success"])
-    env.inner.close()
-    return float(np.mean(successes))
+    bank: QuestionBank
+    test: tuple[Question, ...]
+    natural: tuple[Question, ...]
+
+    @classmethod
+    def load(cls, data_dir: Path) -> Evaluation:
+        bank = load_bank(0, data_dir)
+        return cls(bank, bank.questions("test"), tuple(load_handwritten(NATURAL, bank)))
+
+    def score(self, module: Any) -> dict[str, float]:
+        team = Team(module)
+        test = successes(team, self.test, self.bank.db_paths, self.bank.values)
+        natural = successes(team, self.natural, self.bank.db_paths, self.bank.values)
+        unseen = [hit for hit, q in zip(test, self.test, strict=True) if q.unseen_phrasing]
+        return {
+            "heldout": float(np.mean(test)),
+            "heldout_unseen_grammar": float(np.mean(unseen)),
+            "natural": float(np.mean(natural)),
+        }
+
+
+_EVALUATION: dict[str, Evaluation] = {}
+
+
+def evaluation(data_dir: Path) -> Evaluation:
+    key = str(data_dir)
+    if key not in _EVALUATION:
+        _EVALUATION[key] = Evaluation.load(data_dir)
+    return _EVALUATION[key]
 
 
 def train_text2sql(
     name: str, seed: int, budget: Budget, data_dir: Path, hidden: list[int], grow_from: Any = None
 ) -> tuple[dict[str, float], Any]:
-    """One run: (growth), behaviour cloning, PPO; scored by the ENV RUNNER's module on the test split."""
-    started = time.perf_counter()
+    """One run: (growth), behaviour cloning, PPO; scored by the env runner's module."""
+    cpu, wall = time.process_time(), time.perf_counter()
+    if name == "neuromas7_long":  # the env steps of a -5 run and a grown run together
+        budget = replace(budget, bc_samples=2 * budget.bc_samples, rl_iterations=2 * budget.rl_iterations)
     data = text2sql_experiment(VARIANTS[name], seed, budget, data_dir, hidden)
     warm_start = configured_warm_start(build_ppo_config(validate_config(data)))  # run after growth
     trainer = InProcessTrainer(build_ppo_config(validate_config({**data, "warm_start": {}})))
     try:
         module = trainer.learner.module[TEAM]
-        at_growth = {}
+        report: dict[str, Any] = {}
         if grow_from is not None:
             grow(module, grow_from, seed=seed)
-            at_growth["accuracy_at_growth"] = heldout_accuracy(module, data_dir)  # exact: the source's
-        report = warm_start(trainer.learner)
+            trainer.sync_weights()
+            report["at_growth"] = evaluation(data_dir).score(trainer.runner.module[TEAM])["heldout"]
+        warm = warm_start(trainer.learner)
         trainer.sync_weights()
-        bc_accuracy = heldout_accuracy(trainer.runner.module[TEAM], data_dir)
         for _ in range(budget.rl_iterations):
             trainer.step()
+        cpu_minutes = (time.process_time() - cpu) / 60
         result = {
-            "accuracy": heldout_accuracy(trainer.runner.module[TEAM], data_dir),
-            "accuracy_after_bc": bc_accuracy,
-            "bc_loss_last": report["bc_loss"][-1],
-            "bc_value_loss_last": report["bc_value_loss"][-1],
+            **evaluation(data_dir).score(trainer.runner.module[TEAM]),
+            "bc_loss_last": warm["bc_loss"][-1],
             "params": parameter_count(module),
-            "seconds": time.perf_counter() - started,
-            **at_growth,
+            "cpu_minutes": cpu_minutes,
+            "wall_minutes": (time.perf_counter() - wall) / 60,
+            "env_steps": budget.bc_samples + budget.rl_iterations * budget.rl_batch,
+            **report,
         }
         return result, module
     finally:
         trainer.stop()
+
+
+def run_text2sql(
+    name: str, seed: int, budget: Budget, data_dir: Path, hidden: list[int], modules: Path
+) -> dict[str, float]:
+    """One run in a worker process. ``neuromas5`` leaves its module in ``modules/<seed>`` for the
+    same seed's ``neuromas7_grown``, which trains under seed + GROWN_SEED_OFFSET."""
+    from orchestrl.algorithms.neuromas.growth import load_module
+
+    grow_from = None
+    if name == "neuromas7_grown":
+        grow_from = load_module(modules / str(seed))
+        seed += GROWN_SEED_OFFSET
+    result, module = train_text2sql(name, seed, budget, data_dir, hidden, grow_from)
+    if name == "neuromas5":
+        module.save_to_path(str(modules / str(seed)))
+    return result
 
 
 def module_parameters(name: str, data_dir: Path, hidden: list[int]) -> int:
@@ -254,116 +267,41 @@ def monolithic_hidden(data_dir: Path) -> list[int]:
     return [min(widths, key=lambda w: abs(module_parameters("monolithic", data_dir, [w]) - target))]
 
 
-def train_speaker_listener(messages: str, seed: int, budget: Budget, run_dir: Path) -> float:
-    data = {
-        "name": "bench_neuromas_mpe",
-        "seed": seed,
-        "run_dir": str(run_dir),
-        "env": {"name": "simple_speaker_listener", "kwargs": {"max_cycles": 25}},
-        "algorithm": {
-            "name": "neuromas",
-            "layers": [1, 1],
-            "input_agents": ["speaker_0"],
-            "messages": messages,
-        },
-        "model": {"hidden": [64]},
-        "training": {
-            "lr": 1e-3,
-            "num_epochs": 5,
-            "minibatch_size": 500,
-            "train_batch_size": budget.mpe_batch,
-        },
-        "resources": {"env_runners": 0, "envs_per_env_runner": 8},
+def blind_baseline(ev: Evaluation) -> dict[str, Any]:
+    """The expert's extractor and a composer that always plays the most common expert composer
+    action of the training split: what a composer that cannot see the question can reach."""
+    bank = ev.bank
+    common = Counter(tuple(expert_actions(q)[act.COMPOSER]) for q in bank.questions("train"))
+    composer = np.array(common.most_common(1)[0][0])
+    scores = {}
+    for key, questions in (("heldout", ev.test), ("natural", ev.natural)):
+        hits = []
+        for q in questions:
+            schema = SCHEMAS[q.schema]
+            extractor = expert_actions(q)[act.EXTRACTOR]
+            plan = act.decode(extractor, composer, q.words, schema, bank.values[q.schema])
+            try:
+                sql = render_sql(plan, schema)
+            except PlanError:
+                hits.append(False)
+                continue
+            with SQLRunner(bank.db_paths[q.schema]) as runner:
+                result = runner.run(sql)
+            hits.append(result.ok and results_match(result.rows, q.gold_rows, q.ordered))
+        scores[key] = round(float(np.mean(hits)), 4)
+    return {
+        "heldout_execution_accuracy": scores["heldout"],
+        "natural_accuracy": scores["natural"],
+        "composer_action": dict(zip(act.COMPOSER_COMPONENTS, composer.tolist(), strict=True)),
     }
-    trainer = InProcessTrainer(build_ppo_config(validate_config(data)))
-    try:
-        for _ in range(budget.mpe_iterations):
-            trainer.step()
-        episodes = trainer.runner.sample(num_episodes=20, explore=False, force_reset=True)
-        return float(np.mean([ep.get_return() for ep in episodes]))
-    finally:
-        trainer.stop()
 
 
-def summarise(per_seed: dict[str, list[float]]) -> tuple[dict[str, float], dict[str, list[float]]]:
-    point, ci = {}, {}
-    for name, values in per_seed.items():
-        agg = aggregate(np.asarray(values)[:, None], seed=0)
-        point[name] = round(agg.iqm.value, 4)
-        ci[name] = [round(agg.iqm.low, 4), round(agg.iqm.high, 4)]
-    return point, ci
-
-
-def plot(result: dict[str, Any], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 4), gridspec_kw={"width_ratios": [4, 1]})
-    for ax, key, ci_key, ylabel in (
-        (ax1, "heldout_execution_accuracy", "ci95", "held-out execution accuracy (IQM, 95% CI)"),
-        (ax2, "speaker_listener_return", "speaker_listener_ci95", "return, sum over agents"),
-    ):
-        names = list(result[key])
-        values = np.array([result[key][n] for n in names])
-        low = values - np.array([result[ci_key][n][0] for n in names])
-        high = np.array([result[ci_key][n][1] for n in names]) - values
-        ax.bar(names, values, yerr=[low, high], capsize=4, color="tab:blue")
-        ax.set_ylabel(ylabel)
-        ax.tick_params(axis="x", rotation=45)
-        ax.grid(axis="y", alpha=0.3)
-    ax1.set_title("Text2SQL, test split (held-out schemas)")
-    ax2.set_title("speaker_listener")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-
-
-def score_checkpoint(path: str) -> dict[str, Any]:
-    """Execution accuracy of a trained team module (e.g. an ``orchestrl train`` checkpoint) on
-    every question of each split."""
-    from orchestrl.algorithms.neuromas.growth import load_module
-
-    torch.set_num_threads(1)
-    module = load_module(path)
-    with tempfile.TemporaryDirectory(prefix="neuromas_score_") as tmp:
-        data_dir = Path(tmp) / "text2sql"
-        result = {
-            split: round(heldout_accuracy(module, data_dir, split), 4)
-            for split in ("train", "validation", "test")
-        }
-    result = {"checkpoint": str(path), "execution_accuracy": result}
-    print(json.dumps(result, indent=2))
-    return result
-
-
-def run_text2sql(
-    name: str, seed: int, budget: Budget, data_dir: Path, hidden: list[int], modules: Path
-) -> dict[str, float]:
-    """One run in a worker process. ``neuromas5`` leaves its module in ``modules/<seed>`` for the
-    same seed's ``neuromas7_grown``."""
-    from orchestrl.algorithms.neuromas.growth import load_module
-
-    grow_from = load_module(modules / str(seed)) if name == "neuromas7_grown" else None
-    result, module = train_text2sql(name, seed, budget, data_dir, hidden, grow_from)
-    if name == "neuromas5":
-        module.save_to_path(str(modules / str(seed)))
-    return result
-
-
-def run_all_text2sql(
+def run_all(
     variants: list[str], seeds: list[int], budget: Budget, root: Path, jobs: int
 ) -> dict[str, list[dict[str, float]]]:
-    """Every (variant, seed) run, ``jobs`` at a time in worker processes (each one torch thread)."""
-    from orchestrl.envs.text2sql.bank import load_bank
-    from orchestrl.envs.text2sql.word_vectors import vocabulary_vectors
-
+    """Every (variant, seed) run, ``jobs`` at a time in worker processes (one torch thread each)."""
     data_dir, modules = root / "text2sql", root / "modules"
-    # The databases and the word-vector table are built once, before the workers read them.
-    load_bank(0, data_dir)
-    cfg = validate_config(text2sql_experiment(MODEL, 0, budget, data_dir, HIDDEN))
-    vocabulary_vectors(cfg.cache_dir(cfg.env.name))
+    load_bank(0, data_dir)  # the databases are written once, before the workers read them
     hidden = {name: HIDDEN for name in VARIANTS}
     if "monolithic" in variants:
         hidden["monolithic"] = monolithic_hidden(data_dir)
@@ -372,97 +310,205 @@ def run_all_text2sql(
     grown_after = {("neuromas5", s): ("neuromas7_grown", s) for s in seeds if "neuromas7_grown" in order}
     runs: dict[str, dict[int, dict[str, float]]] = {name: {} for name in order}
     with worker_pool(jobs, root) as pool:
-        pending = {
-            pool.submit(run_text2sql, name, seed, budget, data_dir, hidden[name], modules): (name, seed)
-            for name, seed in waiting
-        }
-        while pending:
+        # At most ``jobs`` runs in flight, seed by seed, each grown run right after its -5 (not
+        # behind every other seed's runs), so a run cut short still holds whole seeds.
+        pending: dict[Any, tuple[str, int]] = {}
+        while waiting or pending:
+            while waiting and len(pending) < jobs:
+                name, seed = waiting.pop(0)
+                args = (name, seed, budget, data_dir, hidden[name], modules)
+                pending[pool.submit(run_text2sql, *args)] = (name, seed)
             done, _ = wait(pending, return_when=FIRST_COMPLETED)
             for future in done:
                 name, seed = pending.pop(future)
                 runs[name][seed] = result = future.result()
                 line = json.dumps({k: round(v, 4) for k, v in result.items()})
-                print(f"seed {seed} {name:26s} {line}", file=sys.stderr, flush=True)
+                print(f"seed {seed} {name:22s} {line}", file=sys.stderr, flush=True)
                 if (name, seed) in grown_after:
-                    g_name, g_seed = grown_after[(name, seed)]
-                    args = (g_name, g_seed, budget, data_dir, hidden[g_name], modules)
-                    pending[pool.submit(run_text2sql, *args)] = (g_name, g_seed)
+                    waiting.insert(0, grown_after[(name, seed)])
     return {name: [by_seed[s] for s in seeds] for name, by_seed in runs.items()}
 
 
-def run_all_speaker_listener(
-    seeds: list[int], budget: Budget, root: Path, jobs: int
-) -> dict[str, list[float]]:
-    """speaker_listener returns with and without messages, per seed, ``jobs`` at a time."""
-    with worker_pool(jobs, root) as pool:
-        futures = {
-            messages: [pool.submit(train_speaker_listener, messages, s, budget, root / "runs") for s in seeds]
-            for messages in ("continuous", "none")
+def summary(per_seed: list[float]) -> dict[str, Any]:
+    agg = aggregate(np.asarray(per_seed)[:, None], seed=0)
+    return {
+        "iqm": round(agg.iqm.value, 4),
+        "ci95": [round(agg.iqm.low, 4), round(agg.iqm.high, 4)],
+        "per_seed": [round(v, 4) for v in per_seed],
+    }
+
+
+def cpu_summary(minutes: list[float]) -> dict[str, float]:
+    return {"mean": round(float(np.mean(minutes)), 2), "max": round(float(np.max(minutes)), 2)}
+
+
+def goals(result: dict[str, Any]) -> dict[str, Any]:
+    """The issue's goals, read off the figures (None where a variant was not run)."""
+    held, nat = result["heldout_execution_accuracy"], result["natural_accuracy"]
+    cpu = result["cpu_minutes"]
+
+    def iqm(table: dict[str, Any], name: str) -> float | None:
+        return table[name]["iqm"] if name in table else None
+
+    out: dict[str, Any] = {}
+    within = [n for n in held if cpu[n]["max"] <= 30]
+    if within:
+        best = max(within, key=lambda n: (nat[n]["iqm"], held[n]["iqm"]))
+        out["language"] = {
+            "best_variant_within_30_cpu_minutes": best,
+            "natural_accuracy": nat[best]["iqm"],
+            "heldout_execution_accuracy": held[best]["iqm"],
+            "met": nat[best]["iqm"] >= 0.8 and held[best]["iqm"] >= 0.9,
         }
-        out = {messages: [f.result() for f in fs] for messages, fs in futures.items()}
-    print(f"speaker_listener: {out}", file=sys.stderr, flush=True)
+    mono = iqm(nat, "monolithic")
+    if mono is not None:
+        teams = {n: iqm(nat, n) for n in ("neuromas5", "neuromas7") if n in nat}
+        out["network_vs_monolithic"] = {
+            "natural_accuracy": {**teams, "monolithic": mono},
+            "met": any(v >= mono for v in teams.values()),
+        }
+    if "neuromas5" in held and "neuromas5_reads_all" in held:
+        ratio = {
+            key: round(table["neuromas5"]["iqm"] / max(table["neuromas5_reads_all"]["iqm"], 1e-9), 4)
+            for key, table in (("heldout", held), ("natural", nat))
+        }
+        out["communication"] = {
+            "messages_over_reads_all": ratio,
+            "met": min(ratio.values()) >= 0.95,
+            "cut": {n: held[n]["iqm"] for n in held if n.endswith("_cut")},
+            "blind_baseline": result["blind_baseline"]["heldout_execution_accuracy"],
+        }
+    if "neuromas7_grown" in held and "neuromas7_long" in held:
+        out["growth"] = {
+            "grown_minus_scratch_equal_env_steps": {
+                "heldout": round(held["neuromas7_grown"]["iqm"] - held["neuromas7_long"]["iqm"], 4),
+                "natural": round(nat["neuromas7_grown"]["iqm"] - nat["neuromas7_long"]["iqm"], 4),
+            },
+        }
+        out["growth"]["met"] = min(out["growth"]["grown_minus_scratch_equal_env_steps"].values()) >= 0
     return out
+
+
+def score_checkpoint(path: str) -> dict[str, Any]:
+    """Execution accuracy of a trained team (e.g. an ``orchestrl train`` checkpoint) on every
+    question of each split and on both hand-written sets."""
+    torch.set_num_threads(1)
+    team = Team.load(path)
+    with tempfile.TemporaryDirectory(prefix="neuromas_score_") as tmp:
+        bank = load_bank(0, Path(tmp) / "text2sql")
+        sets = {split: bank.questions(split) for split in ("train", "validation", "test")}
+        sets["natural"] = tuple(load_handwritten(NATURAL, bank))
+        sets["natural_dev"] = tuple(load_handwritten(NATURAL_DEV, bank))
+        result = {
+            name: round(float(np.mean(successes(team, qs, bank.db_paths, bank.values))), 4)
+            for name, qs in sets.items()
+        }
+    result = {"checkpoint": str(path), "execution_accuracy": result}
+    print(json.dumps(result, indent=2))
+    return result
+
+
+def read_log(path: Path) -> dict[str, dict[int, dict[str, float]]]:
+    """The per-run lines (``seed N VARIANT {json}``) a run printed on stderr: variant -> seed -> result."""
+    runs: dict[str, dict[int, dict[str, float]]] = {}
+    for line in path.read_text().splitlines():
+        parts = line.split(None, 3)
+        if len(parts) == 4 and parts[0] == "seed" and parts[2] in VARIANTS:
+            runs.setdefault(parts[2], {})[int(parts[1])] = json.loads(parts[3])
+    return {name: runs[name] for name in VARIANTS if name in runs}
+
+
+def tabulate(runs: dict[str, dict[int, dict[str, float]]], baseline: dict[str, Any]) -> dict[str, Any]:
+    """The benchmark's figures from each variant's runs (seed -> result): IQM and CIs over the seeds
+    each variant has, the blind baseline and the goals."""
+    per = {name: [by_seed[s] for s in sorted(by_seed)] for name, by_seed in runs.items()}
+
+    def table(key: str) -> dict[str, Any]:
+        return {n: summary([r[key] for r in rs]) for n, rs in per.items()}
+
+    result: dict[str, Any] = {
+        "seeds": {n: sorted(by_seed) for n, by_seed in runs.items()},
+        "heldout_execution_accuracy": table("heldout"),
+        "natural_accuracy": table("natural"),
+        "heldout_unseen_grammar_accuracy": table("heldout_unseen_grammar"),
+        "blind_baseline": baseline,
+        "params": {n: int(rs[0]["params"]) for n, rs in per.items()},
+        "env_steps": {n: int(rs[0]["env_steps"]) for n, rs in per.items()},
+        "cpu_minutes": {n: cpu_summary([r["cpu_minutes"] for r in rs]) for n, rs in per.items()},
+    }
+    if "neuromas7_grown" in per:
+        result["grown_at_growth_heldout_per_seed"] = [
+            round(r["at_growth"], 4) for r in per["neuromas7_grown"]
+        ]
+    result["goals"] = goals(result)
+    return result
+
+
+def summarise_log(path: Path, budget: Budget, mode: str) -> dict[str, Any]:
+    """The figures of the runs an interrupted benchmark finished (its stderr log), each variant over
+    the seeds it completed; the blind baseline is computed afresh (it trains nothing)."""
+    runs = read_log(path)
+    if not runs:
+        raise SystemExit(f"{path}: no per-run lines ('seed N VARIANT {{...}}') in it")
+    with tempfile.TemporaryDirectory(prefix="neuromas_bench_") as tmp:
+        ev = evaluation(Path(tmp) / "text2sql")
+        baseline = blind_baseline(ev)
+        counts = {"heldout": len(ev.test), "natural": len(ev.natural)}
+    result = {
+        "benchmark": "neuromas_text2sql_v2",
+        "mode": mode,
+        "budget": asdict(budget),
+        "partial": {"log": str(path), "variants_missing": [n for n in VARIANTS if n not in runs]},
+        **tabulate(runs, baseline),
+        "questions": counts,
+    }
+    print(json.dumps(result, indent=2))
+    return result
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--quick", action="store_true", help="small budgets (about 5 minutes)")
-    parser.add_argument("--out", type=Path, default=Path("neuromas.png"), help="where the PNG goes")
+    parser.add_argument("--quick", action="store_true", help="1 seed, tiny budgets (under 4 minutes)")
+    parser.add_argument("--long", action="store_true", help="the language goal's budget (LONG)")
     parser.add_argument("--variants", nargs="*", default=list(VARIANTS), choices=list(VARIANTS))
     parser.add_argument("--seeds", type=int, default=None, help="override the number of seeds")
+    parser.add_argument(
+        "--first-seed", type=int, default=0, help="seeds first-seed .. first-seed + seeds - 1"
+    )
     parser.add_argument("--jobs", type=int, default=2, help="runs trained at once (one process each)")
-    parser.add_argument("--no-mpe", action="store_true", help="skip speaker_listener")
     parser.add_argument("--score", metavar="CHECKPOINT", help="only score a trained text2sql checkpoint")
+    parser.add_argument(
+        "--summarise", metavar="LOG", help="the figures of the runs an interrupted run's stderr LOG holds"
+    )
     args = parser.parse_args(argv)
     if args.score:
         return score_checkpoint(args.score)
+    mode = "quick" if args.quick else "long" if args.long else "full"
+    budget = QUICK if args.quick else LONG if args.long else FULL
+    if args.summarise:
+        return summarise_log(Path(args.summarise), budget, mode)
     if "neuromas7_grown" in args.variants and "neuromas5" not in args.variants:
         parser.error("neuromas7_grown grows the same seed's neuromas5: run neuromas5 too")
-    budget = QUICK if args.quick else FULL
     torch.set_num_threads(1)
-    started = time.perf_counter()
+    started, cpu_started = time.perf_counter(), time.process_time()
     with tempfile.TemporaryDirectory(prefix="neuromas_bench_") as tmp:
         root = Path(tmp)
         quiet_environment(root)
         silence_noise(verbose=False)
-        seeds = list(range(args.seeds or budget.seeds))
-        runs = run_all_text2sql(args.variants, seeds, budget, root, max(1, args.jobs))
-        mpe: dict[str, list[float]] = {}
-        if not args.no_mpe:
-            mpe = run_all_speaker_listener(seeds, budget, root, max(1, args.jobs))
-    accuracy, ci = summarise({n: [r["accuracy"] for r in rs] for n, rs in runs.items()})
-    after_bc, _ = summarise({n: [r["accuracy_after_bc"] for r in rs] for n, rs in runs.items()})
-    mpe_point, mpe_ci = summarise({"messages": mpe["continuous"], "cut": mpe["none"]}) if mpe else ({}, {})
+        seeds = list(range(args.first_seed, args.first_seed + (args.seeds or budget.seeds)))
+        runs = run_all(args.variants, seeds, budget, root, max(1, args.jobs))
+        ev = evaluation(root / "text2sql")
+        baseline = blind_baseline(ev)
+        counts = {"heldout": len(ev.test), "natural": len(ev.natural)}
     result: dict[str, Any] = {
-        "benchmark": "neuromas",
-        "mode": "quick" if args.quick else "full",
+        "benchmark": "neuromas_text2sql_v2",
+        "mode": mode,
         "budget": asdict(budget),
-        "seeds": seeds,
-        "heldout_execution_accuracy": accuracy,
-        "ci95": ci,
-        "heldout_accuracy_after_bc_only": after_bc,
-        "per_seed": {n: [round(r["accuracy"], 4) for r in rs] for n, rs in runs.items()},
-        "params": {n: int(rs[0]["params"]) for n, rs in runs.items()},
-        "train_seconds_mean": {
-            n: round(float(np.mean([r["seconds"] for r in rs])), 1) for n, rs in runs.items()
-        },
-        "speaker_listener_return": mpe_point,
-        "speaker_listener_ci95": mpe_ci,
-        "speaker_listener_per_seed": {k: [round(v, 2) for v in vs] for k, vs in mpe.items()},
-        "wall_seconds": round(time.perf_counter() - started, 1),
+        **tabulate({n: dict(zip(seeds, rs, strict=True)) for n, rs in runs.items()}, baseline),
+        "questions": counts,
     }
-    result["comm_minus_cut"] = {
-        n: round(accuracy[n] - accuracy[cut], 4)
-        for n, cut in COMPARISONS.items()
-        if n in accuracy and cut in accuracy
-    }
-    if "neuromas7_grown" in accuracy and "neuromas7" in accuracy:
-        result["grown_minus_scratch"] = round(accuracy["neuromas7_grown"] - accuracy["neuromas7"], 4)
-        # Growth is exact: each seed's grown net, before any training, scores what its -5 did.
-        grown = runs["neuromas7_grown"]
-        result["grown_at_growth_per_seed"] = [round(r["accuracy_at_growth"], 4) for r in grown]
-    plot(result, args.out)
-    result["png"] = str(args.out.resolve())
+    result["wall_minutes"] = round((time.perf_counter() - started) / 60, 1)
+    result["driver_cpu_minutes"] = round((time.process_time() - cpu_started) / 60, 2)
     print(json.dumps(result, indent=2))
     return result
 

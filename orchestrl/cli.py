@@ -197,11 +197,12 @@ _register_tracking_commands()
 
 
 def _register_deploy_commands() -> None:
-    from orchestrl.deploy.cli import evaluate_command, plan_command, runs_app, serve_command
+    from orchestrl.deploy.cli import ask_command, evaluate_command, plan_command, runs_app, serve_command
 
     app.command("evaluate")(evaluate_command)
     app.command("plan")(plan_command)
     app.command("serve")(serve_command)
+    app.command("ask")(ask_command)
     app.add_typer(runs_app, name="runs")
 
 

@@ -38,9 +38,11 @@ def ray_local() -> Iterator[Path]:
     (Ray's unix socket paths must stay under 107 characters) and are removed afterwards."""
     import ray
 
+    from orchestrl.deploy.serve import serve_environment
     from orchestrl.experiment.config import ResourcesSection
     from orchestrl.training.runtime import ray_session
 
+    serve_environment()  # the Serve tests start Serve's proxy on this Ray
     root = Path(tempfile.mkdtemp(prefix="orl-"))
     with ray_session(ResourcesSection(num_cpus=2, object_store_mb=256), root):
         yield root

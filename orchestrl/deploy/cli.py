@@ -1,8 +1,13 @@
-"""Commands that use a trained team: ``evaluate``, ``plan``, ``serve`` and ``runs show|register``.
+"""Commands that use a trained team: ``evaluate``, ``plan``, ``serve``, ``ask`` and ``runs show|register``.
 
 The lead CLI mounts them (``orchestrl/cli.py``). Bad input (an unknown run id, a path that is not
 a checkpoint, a checkpoint whose env cannot be rebuilt, a bad ``--set``) prints one line naming
 the culprit and exits with 2, before Ray or Serve starts.
+
+``ask`` prints the SQL the team wrote, then one line per result row (values separated by `` | ``)
+and the row count. Bad input (a missing or unreadable file, a schema or question beyond the action
+space's limits, a checkpoint that holds no Text2SQL team) is one line on stderr and exit code 2;
+SQL that SQLite rejects is printed with SQLite's error and exit code 1.
 """
 
 from __future__ import annotations
@@ -55,6 +60,32 @@ def port_free(host: str, port: int) -> bool:
         except OSError:
             return False
     return True
+
+
+def parse_databases(values: list[str], family: str) -> dict[str, str]:
+    """``["shop=shop.sqlite"]`` -> ``{"shop": "/abs/shop.sqlite"}``, each file opened (read-only) and
+    checked against the Text2SQL action space's limits now, before Ray starts."""
+    if not values:
+        return {}
+    if family != "text2sql":
+        fail(f"--database: only a Text2SQL team answers questions; this checkpoint's env family is {family}")
+    from orchestrl.deploy.ask import Database
+    from orchestrl.envs.text2sql.observation import LimitError
+
+    out: dict[str, str] = {}
+    for value in values:
+        name, sep, file = value.partition("=")
+        if not sep or not name or not file:
+            fail(f"--database {value}: expected NAME=FILE.sqlite")
+        if name in out:
+            fail(f"--database {value}: the name {name!r} is given twice")
+        path = Path(file).expanduser().resolve()
+        try:
+            Database.open(path)
+        except (FileNotFoundError, LimitError) as err:
+            fail(f"--database {value}: {err}")
+        out[name] = str(path)
+    return out
 
 
 def parse_seeds(values: list[str]) -> list[int]:
@@ -197,13 +228,21 @@ def serve_command(
     port: Annotated[int, typer.Option("--port", min=1, max=65535)] = 8000,
     replicas: Annotated[int, typer.Option("--replicas", min=1, help="Replicas of the team.")] = 1,
     set_: SetOpt = None,
+    database: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--database",
+            help="Text2SQL: a SQLite file POST /ask answers about, NAME=FILE.sqlite (repeatable; read-only).",
+        ),
+    ] = None,
     run_dir: RunDirOpt = None,
     tracking_uri: TrackingOpt = None,
     verbose: Annotated[
         bool, typer.Option("--verbose", "-v", help="Show Ray's and Serve's own logs.")
     ] = False,
 ) -> None:
-    """Serve a checkpoint over HTTP on Ray Serve: POST /act (observations -> actions); Ctrl-C stops it."""
+    """Serve a checkpoint over HTTP on Ray Serve: POST /act (observations -> actions), and for a
+    Text2SQL team POST /ask (a question about a --database -> SQL and rows); Ctrl-C stops it."""
     from orchestrl.deploy import serve
     from orchestrl.deploy.team import TeamError, find_team
     from orchestrl.envs.registry import get_env
@@ -217,9 +256,12 @@ def serve_command(
     except (TeamError, ConfigError) as err:
         fail(str(err))
     cfg = team.config
+    family = get_env(cfg.env.name).family
+    databases = parse_databases(database or [], family)
     if not (address or os.environ.get("RAY_ADDRESS")) and not port_free(host, port):
         fail(f"--port {port}: {host}:{port} is already in use")
-    served = serve.ServedTeam(policy, str(team.checkpoint), get_env(cfg.env.name).family, cfg.to_dict())
+    served = serve.ServedTeam(policy, str(team.checkpoint), family, cfg.to_dict(), databases)
+    serve.serve_environment()
     stop = threading.Event()
     with ray_session(cfg.resources, Path(run_dir or cfg.run_dir), address=address, verbose=verbose):
         for signum in (signal.SIGINT, signal.SIGTERM):  # after Ray's own handlers are installed
@@ -231,6 +273,10 @@ def serve_command(
                 f"  {cfg.algorithm.name} on {cfg.env.name}; agents: {', '.join(sorted(policy.agents))}"
             )
             typer.echo(f"  GET {url}/  (what is served)   POST {url}/act  (observations -> actions)")
+            if databases:
+                typer.echo(
+                    f"  POST {url}/ask  (a question about {', '.join(sorted(databases))} -> SQL, rows)"
+                )
             typer.echo("Ctrl-C stops it")
             while not stop.wait(0.5):
                 pass
@@ -275,3 +321,31 @@ def runs_register(
     except LookupError as err:
         fail(str(err))
     typer.echo(f"registered models:/{name}/{version}")
+
+
+def ask_command(
+    question: Annotated[str, typer.Argument(help="The question, in English.")],
+    checkpoint: Annotated[
+        Path, typer.Option("--checkpoint", help="A trained NeuroMAS Text2SQL run checkpoint or module dir.")
+    ],
+    db: Annotated[Path, typer.Option("--db", help="The SQLite file to ask about (opened read-only).")],
+) -> None:
+    """Ask a trained NeuroMAS Text2SQL team a question about a SQLite file: prints the SQL and its rows."""
+    from orchestrl.deploy.ask import CheckpointError, Database, Team
+    from orchestrl.envs.text2sql.observation import LimitError, check_question
+    from orchestrl.envs.text2sql.tokenizer import split_words
+
+    try:
+        check_question(split_words(question))
+        database = Database.open(db)
+        answer = Team.load(checkpoint).ask(database, question)
+    except (FileNotFoundError, LimitError, CheckpointError) as err:
+        typer.echo(f"error: {err}", err=True)
+        raise typer.Exit(2) from None
+    typer.echo(f"SQL: {answer.sql if answer.sql is not None else '(none)'}")
+    if answer.error is not None:
+        typer.echo(f"error: {answer.error}", err=True)
+        raise typer.Exit(1)
+    for row in answer.rows:
+        typer.echo(" | ".join(str(v) for v in row))
+    typer.echo(f"({len(answer.rows)} row{'s' if len(answer.rows) != 1 else ''})")

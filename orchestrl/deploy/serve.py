@@ -11,7 +11,10 @@ Routes:
 - ``POST /act``, for every env: ``{"observations": {agent: observation}}`` ->
   ``{"actions": {agent: action}}``, the greedy joint action
   (:class:`~orchestrl.experiment.policy.TrainedPolicy`; observations as the env the team trained on
-  gives them, JSON numbers and lists, objects for Dict spaces).
+  gives them, JSON numbers and lists, objects for Dict spaces);
+- ``POST /ask``, for a Text2SQL team: ``{"question": ..., "database": NAME}`` -> ``{"sql": ...,
+  "rows": [...], "error": ...}`` about a SQLite file registered with ``--database NAME=FILE``
+  (:class:`orchestrl.deploy.ask.AskEndpoint`).
 
 A bad request gets HTTP 4xx and ``{"error": "<field>: <what is wrong>", "field": "<field>"}``,
 the field as a dotted path (``observations.agent_0``); an unknown route 404, a wrong method 405.
@@ -28,6 +31,7 @@ from __future__ import annotations
 import importlib
 import json
 import logging
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -35,6 +39,20 @@ from typing import Any, Protocol
 from orchestrl.experiment.policy import ObservationError, TrainedPolicy, to_json
 
 APP_NAME = "orchestrl"
+SERVE_NAMESPACE = "serve"
+"""The Ray namespace of Serve's controller and proxies."""
+SERVE_ENVIRONMENT = {"RAY_SERVE_PROXY_READY_CHECK_TIMEOUT_S": "60"}
+"""Set (unless already set) before a local Ray starts, so its workers inherit it: Serve's controller
+kills an HTTP proxy that is not ready within 5 s (its default) and ``serve.start`` then fails with
+the proxy's ActorDiedError; on a loaded 2-core machine a proxy's worker takes longer than that."""
+
+
+def serve_environment() -> None:
+    """Applies :data:`SERVE_ENVIRONMENT` to this process's environment (call before Ray starts)."""
+    import os
+
+    for key, value in SERVE_ENVIRONMENT.items():
+        os.environ.setdefault(key, value)
 
 
 class RequestError(ValueError):
@@ -56,6 +74,8 @@ class ServedTeam:
     family: str
     experiment: dict[str, Any] = field(default_factory=dict)
     """The run's resolved experiment config (``ExperimentConfig.to_dict()``)."""
+    databases: dict[str, str] = field(default_factory=dict)
+    """Text2SQL: the SQLite files ``POST /ask`` answers about, name -> path (``--database``)."""
 
 
 class Endpoint(Protocol):
@@ -84,6 +104,7 @@ class ActEndpoint:
 
 ENDPOINTS: dict[str, tuple[str, ...]] = {
     "*": ("orchestrl.deploy.serve:ActEndpoint",),
+    "text2sql": ("orchestrl.deploy.ask:AskEndpoint",),
     "orchestration": ("orchestrl.deploy.plan:PlanEndpoint",),
 }
 """Env family (``orchestrl envs``) -> the endpoints its teams serve (module docstring)."""
@@ -109,6 +130,7 @@ class TeamRouter:
             "family": team.family,
             **team.policy.describe(),
             "endpoints": {path: "POST" for path in sorted(self.endpoints)},
+            **({"databases": sorted(team.databases)} if team.databases else {}),
         }
 
     def handle(self, method: str, path: str, body: bytes) -> tuple[int, dict[str, Any]]:
@@ -185,11 +207,24 @@ def start(
     return f"http://{host}:{port}"
 
 
-def stop(*, keep_serve: bool = False) -> None:
+def stop(*, keep_serve: bool = False, timeout_s: float = 60.0) -> None:
     """Removes the application, and Serve's controller and HTTP proxies unless ``keep_serve``
-    (a cluster's Serve may hold other applications; a local Ray's ends with its session anyway)."""
+    (a cluster's Serve may hold other applications; a local Ray's ends with its session anyway).
+
+    Without ``keep_serve`` it returns once Serve's named actors are gone (``serve.shutdown()`` may
+    return before they are), so the next Serve started in the same Ray session starts from none."""
+    import ray
     from ray import serve
 
     serve.delete(APP_NAME)
-    if not keep_serve:
-        serve.shutdown()
+    if keep_serve:
+        return
+    serve.shutdown()
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if not any(
+            a.get("namespace") == SERVE_NAMESPACE for a in ray.util.list_named_actors(all_namespaces=True)
+        ):
+            return
+        time.sleep(0.2)
+    logging.getLogger(__name__).warning("Serve's actors were still alive %.0f s after shutdown", timeout_s)

@@ -74,7 +74,37 @@ def test_shipped_configs_validate(path: Path) -> None:
     NeuromasConfig.model_validate(cfg.algorithm.knobs())
 
 
-def test_reinforce_runs_one_on_policy_pass_with_full_returns(experiment) -> None:
-    ppo = build_ppo_config(validate_config(experiment("text2sql", objective="reinforce")))
+def test_reinforce_runs_one_on_policy_step_on_the_whole_batch_with_full_returns(experiment) -> None:
+    data = experiment("text2sql", objective="reinforce")
+    data["training"].update(train_batch_size=512, minibatch_size=256, num_epochs=3)
+    ppo = build_ppo_config(validate_config(data))
     assert ppo.num_epochs == 1
+    assert ppo.minibatch_size is None  # the learner takes the whole batch as one minibatch
     assert ppo.lambda_ == 1.0
+    data["algorithm"]["objective"] = "ppo"
+    ppo = build_ppo_config(validate_config(data))
+    assert (ppo.num_epochs, ppo.minibatch_size) == (3, 256)  # PPO keeps its minibatches and epochs
+
+
+def test_reinforce_takes_exactly_one_gradient_step_per_batch(experiment) -> None:
+    from orchestrl.algorithms.neuromas.team_env import TEAM
+    from orchestrl.training.inprocess import InProcessTrainer
+
+    data = experiment("text2sql", objective="reinforce")
+    data["training"].update(train_batch_size=64, minibatch_size=16, num_epochs=4)
+    trainer = InProcessTrainer(build_ppo_config(validate_config(data)))
+    try:
+        optimiser = trainer.learner.get_optimizers_for_module(TEAM)[0][1]
+        trainer.step()
+        steps = {int(state["step"]) for state in optimiser.state.values()}
+        assert steps == {
+            1
+        }  # Adam counted one update, not 4 epochs x 8 minibatches (64 steps + 64 bootstrap rows)
+    finally:
+        trainer.stop()
+
+
+def test_contextual_states_need_the_pretrained_model(experiment) -> None:
+    cfg = validate_config(experiment("text2sql", contextual=True))
+    with pytest.raises(ConfigError, match=r"algorithm\.contextual: .* set word_vectors"):
+        build_ppo_config(cfg)

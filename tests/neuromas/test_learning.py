@@ -8,11 +8,11 @@ import math
 import numpy as np
 import pytest
 import torch
-from conftest import team_demonstrations
+from neuromas_helpers import greedy_team_reward, team_demonstrations, trivial_agreement
 from ray.rllib.core.columns import Columns
 
 from orchestrl.algorithms.behaviour_cloning import configured_warm_start
-from orchestrl.algorithms.neuromas.team_env import TEAM
+from orchestrl.algorithms.neuromas.team_env import TEAM, NeuromasTeamEnv
 from orchestrl.experiment.builder import build_ppo_config
 from orchestrl.experiment.config import validate_config
 from orchestrl.training.inprocess import InProcessTrainer
@@ -38,17 +38,18 @@ def test_behaviour_cloning_fits_the_expert_and_env_runners_act_with_it(experimen
     trainer, hook = trainer_for(
         experiment,
         "text2sql",
-        warm_start={"episodes": 192, "epochs": 6, "batch_size": 64, "lr": 3e-3},
+        warm_start={"episodes": 256, "epochs": 12, "batch_size": 32, "lr": 3e-3},
         messages=messages,
         aux_coeff=0.1,
+        word_vectors=True,
     )
     try:
         learner_module = trainer.learner.module[TEAM]
         report = hook(trainer.learner)
         losses = report["bc_loss"]
-        assert len(losses) == 6 and losses[-1] < 0.7 * losses[0]
+        assert len(losses) == 12 and losses[-1] < 0.7 * losses[0]
         for head in ("bc_value_loss", "bc_aux_loss"):  # the critic and the auxiliary head fit meanwhile
-            assert len(report[head]) == 6 and report[head][-1] < 0.5 * report[head][0], head
+            assert len(report[head]) == 12 and report[head][-1] < 0.5 * report[head][0], head
 
         demos = team_demonstrations(trainer.config.env_config, 32, seed=99)
         obs, expert = demos.batch(slice(None))
@@ -63,13 +64,21 @@ def test_behaviour_cloning_fits_the_expert_and_env_runners_act_with_it(experimen
             runner_out[Columns.ACTION_DIST_INPUTS], learner_out[Columns.ACTION_DIST_INPUTS]
         )
 
-        # and the runner's greedy joint action now agrees with the expert far above chance
+        # and the runner's greedy joint action agrees with the expert well above the trivial policies
         env_logits = runner_out[Columns.ACTION_DIST_INPUTS][:, : sum(runner_module.env_lens)]
         dist = runner_module.env_action_dist_cls().from_logits(env_logits)
         greedy = dist.to_deterministic().sample()
-        assert (greedy == expert).float().mean() > 0.6
+        agreement = float((greedy == expert).float().mean())
+        # (measured: 0.81 continuous, 0.77 discrete, against 0.67 for the best constant policy)
+        assert agreement > trivial_agreement(expert) + 0.05, (agreement, trivial_agreement(expert))
     finally:
         trainer.stop()
+
+
+def test_the_trivial_baseline_is_high_because_most_components_are_zero(experiment) -> None:
+    env_config = build_ppo_config(validate_config(experiment("text2sql"))).env_config
+    _, expert = team_demonstrations(env_config, 256, seed=7).batch(slice(None))
+    assert 0.5 < float((expert == 0).float().mean()) <= trivial_agreement(expert) < 0.9
 
 
 def test_auxiliary_reward_loss_decreases(experiment) -> None:
@@ -108,23 +117,39 @@ def test_auxiliary_reward_loss_decreases(experiment) -> None:
     ],
 )
 def test_two_training_iterations_in_process(experiment, env: str, knobs: dict) -> None:
+    """Two PPO/REINFORCE iterations: finite losses, weights that moved and reached the env runner,
+    and on Text2SQL a greedy team that earns more on a fixed set of questions than before training
+    (measured, seed 3, 2 iterations of 128 steps: -0.400 -> -0.196 continuous, -0.106 -> -0.094 word
+    vectors + inputs, -0.170 -> -0.116 discrete REINFORCE; the reward is mostly the invalid-SQL
+    penalty at first, which RL removes first)."""
     import ray
 
     trainer, hook = trainer_for(experiment, env, **knobs)
+    team_env = NeuromasTeamEnv(trainer.config.env_config) if env == "text2sql" else None
     try:
         if hook is not None:
             hook(trainer.learner)
             trainer.sync_weights()
+        before = greedy_team_reward(trainer.runner.module[TEAM], team_env) if team_env else None
         first_weights = [p.detach().clone() for p in trainer.learner.module[TEAM].parameters()]
         results = [trainer.step()[TEAM] for _ in range(2)]
         after = list(trainer.learner.module[TEAM].parameters())
+        runner_state = trainer.runner.module[TEAM].get_state(inference_only=True)
+        learner_state = trainer.learner.module[TEAM].get_state(inference_only=True)
+        if team_env is not None:
+            trained = greedy_team_reward(trainer.runner.module[TEAM], team_env)
+            assert trained > before, (before, trained)
     finally:
         trainer.stop()
+        if team_env is not None:
+            team_env.close()
     assert not ray.is_initialized()
     for result in results:
         for key in ("policy_loss", "vf_loss", "entropy"):
             assert np.isfinite(result[key]), key
     assert any(not torch.equal(a, b) for a, b in zip(first_weights, after, strict=True))
+    for name, value in learner_state.items():  # the env runner acts with the trained weights
+        torch.testing.assert_close(torch.as_tensor(runner_state[name]), torch.as_tensor(value), msg=name)
 
 
 def test_demonstrations_carry_the_experts_discounted_returns(experiment) -> None:

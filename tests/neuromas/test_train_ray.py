@@ -8,11 +8,14 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import team_demonstrations
+from neuromas_helpers import team_demonstrations, trivial_agreement
 from ray.rllib.core.columns import Columns
 
 from orchestrl.algorithms.neuromas.team_env import TEAM
 from orchestrl.algorithms.weight_sync import sync_learner_weights
+from orchestrl.deploy.ask import Database, Team
+from orchestrl.envs.text2sql.database import database_path
+from orchestrl.envs.text2sql.schemas import SCHEMAS
 from orchestrl.experiment.builder import build_ppo_config
 from orchestrl.experiment.config import validate_config
 from orchestrl.tracking.metrics import curate
@@ -37,7 +40,11 @@ class ExpertAgreement:
 def test_warm_started_weights_reach_the_remote_env_runners(
     ray_local: Path, experiment, tmp_path: Path
 ) -> None:
-    data = experiment("text2sql", warm_start={"episodes": 128, "epochs": 8, "batch_size": 32, "lr": 3e-3})
+    data = experiment(
+        "text2sql",
+        warm_start={"episodes": 256, "epochs": 10, "batch_size": 32, "lr": 3e-3},
+        word_vectors=True,
+    )
     data["resources"] = {"env_runners": 1, "envs_per_env_runner": 4, "cpus_per_env_runner": 1}
     ppo = build_ppo_config(validate_config(data))
     demos = team_demonstrations(ppo.env_config, 64, seed=5)
@@ -51,9 +58,16 @@ def test_warm_started_weights_reach_the_remote_env_runners(
         agreement = algo.env_runner_group.foreach_env_runner(
             ExpertAgreement(obs, expert), local_env_runner=False
         )
-        assert len(agreement) == 1 and agreement[0] > 0.6  # random weights agree ~0.1
+        # above what ignoring the observation can reach (the most common value per component)
+        assert len(agreement) == 1 and agreement[0] > trivial_agreement(expert) + 0.05
         assert sync_learner_weights(algo) == 0.0
         metrics = curate(algo.train())
         assert "env/success" in metrics
+        # the run's checkpoint is what `orchestrl ask` loads
+        checkpoint = algo.save_to_path(str(tmp_path / "checkpoint"))
+        team = Team.load(checkpoint)
+        data_dir = Path(ppo.env_config["kwargs"]["data_dir"])
+        db = Database.open(database_path(data_dir, SCHEMAS["flights"], 0))
+        assert team.ask(db, "How many flights are there?").sql.startswith("SELECT ")
     finally:
         algo.stop()

@@ -18,9 +18,9 @@ from orchestrl.envs.text2sql.database import (
     generate_rows,
 )
 from orchestrl.envs.text2sql.observation import check_fits
-from orchestrl.envs.text2sql.questions import MAX_VALUE_TOKENS
 from orchestrl.envs.text2sql.schemas import SCHEMAS, SPLIT_SCHEMAS, Combo, Pick
-from orchestrl.envs.text2sql.tokenizer import tokenize
+from orchestrl.envs.text2sql.tokenizer import split_words
+from orchestrl.envs.text2sql.values import MAX_VALUE_WORDS
 
 
 def _digest(path: Path) -> str:
@@ -92,9 +92,9 @@ def test_every_schema_fits_the_layout_and_its_values_can_be_copied_from_a_questi
                 else ()
             )
             for word in words:
-                tokens = tokenize(word)
-                assert " ".join(tokens) == word and len(tokens) <= MAX_VALUE_TOKENS, (table.name, word)
-                assert all(t.isalnum() for t in tokens)
+                words = split_words(word)
+                assert " ".join(words) == word and len(words) <= MAX_VALUE_WORDS, (table.name, word)
+                assert all(w.isalnum() for w in words)
 
 
 def _race(data_dir: str, barrier: Any) -> None:

@@ -13,11 +13,18 @@ from pettingzoo.test import parallel_api_test
 
 from orchestrl.envs.registry import get_env, make_env
 from orchestrl.envs.spaces import MASK_KEY, OBS_KEY
-from orchestrl.envs.text2sql.actions import COMPOSER, EXTRACTOR, NVEC, split_mask
+from orchestrl.envs.text2sql.actions import COMPOSER, EXTRACTOR, NVEC, copied_value, decode, split_mask
 from orchestrl.envs.text2sql.env import Text2SQLEnv
-from orchestrl.envs.text2sql.observation import COLUMN_IDS, LAYOUT, OBS_DIM, VOCAB, VOCAB_SIZE
-from orchestrl.envs.text2sql.query import Agg
+from orchestrl.envs.text2sql.observation import (
+    COLUMN_SLOTS,
+    LAYOUT,
+    OBS_DIM,
+    encode_observation,
+    observation_high,
+)
+from orchestrl.envs.text2sql.query import Agg, Op
 from orchestrl.envs.text2sql.schemas import SCHEMAS
+from orchestrl.envs.text2sql.tokenizer import PIECE_VOCAB_SIZE, split_words, word_pieces
 
 SPLITS = ("train", "validation", "test")
 
@@ -98,16 +105,17 @@ def test_spaces_are_masked_multidiscrete_and_a_dict_with_the_documented_sizes(en
 def test_layout_offsets_are_the_documented_ones() -> None:
     """A model's text encoder hard-codes these through LAYOUT; changing them is a breaking change."""
     documented = {
-        "question_ids": (0, 32, 1),
-        "table_ids": (32, 2, 2),
-        "column_ids": (36, 15, 6),
-        "question_features": (126, 32, 4),
-        "table_features": (254, 2, 3),
-        "column_features": (260, 15, 6),
-        "global_features": (350, 1, 2),
+        "question_pieces": (0, 40, 4),
+        "table_pieces": (160, 2, 4),
+        "column_pieces": (168, 15, 10),
+        "question_features": (318, 40, 6),
+        "question_links": (558, 40, 2),
+        "table_features": (638, 2, 3),
+        "column_features": (644, 15, 9),
+        "global_features": (779, 1, 2),
     }
     assert {s.name: (s.offset, s.rows, s.width) for s in LAYOUT.segments} == documented
-    assert OBS_DIM == 352 and COLUMN_IDS.slice == slice(36, 126)
+    assert OBS_DIM == 781
 
 
 def test_layout_segments_tile_the_observation() -> None:
@@ -116,9 +124,9 @@ def test_layout_segments_tile_the_observation() -> None:
     assert all(a + n == b for (a, n), (b, _) in itertools.pairwise(offsets))
     assert sum(n for _, n in offsets) == OBS_DIM
     batch = np.arange(3 * OBS_DIM, dtype=np.float32).reshape(3, OBS_DIM)
-    view = LAYOUT.view(batch, "column_ids")
-    assert view.shape == (3, LAYOUT["column_ids"].rows, LAYOUT["column_ids"].width)
-    assert view[1, 0, 0] == batch[1, LAYOUT["column_ids"].offset]
+    view = LAYOUT.view(batch, "column_pieces")
+    assert view.shape == (3, LAYOUT["column_pieces"].rows, LAYOUT["column_pieces"].width)
+    assert view[1, 0, 0] == batch[1, LAYOUT["column_pieces"].offset]
 
 
 def test_observation_points_where_the_expert_points(env: Text2SQLEnv) -> None:
@@ -127,20 +135,74 @@ def test_observation_points_where_the_expert_points(env: Text2SQLEnv) -> None:
     question, schema = env.question, SCHEMAS[env.question.schema]
     obs = observations[EXTRACTOR][OBS_KEY]
     expert = env.expert_actions()
-    q_ids = LAYOUT.view(obs, "question_ids")[:, 0]
+    pieces = LAYOUT.view(obs, "question_pieces")
     start, _ = question.value_span
     assert expert[COMPOSER][2] == start
-    assert q_ids[start] == VOCAB.token_id(question.tokens[start])
-    assert np.all(q_ids[len(question.tokens) :] == 0) and np.all(q_ids[: len(question.tokens)] > 0)
-    assert np.all(q_ids < VOCAB_SIZE)
+    assert pieces[start, 0] == word_pieces(question.words[start])[0]
+    n = len(question.words)
+    assert np.all(pieces[n:] == 0) and np.all(pieces[:n, 0] > 0) and np.all(pieces < PIECE_VOCAB_SIZE)
     table, column = schema.columns[expert[EXTRACTOR][2] - 1]
-    column_ids = LAYOUT.view(obs, "column_ids")[expert[EXTRACTOR][2]]
-    assert column_ids[2] == VOCAB.token_id(column.words[0])
-    assert column_ids[0] == VOCAB.token_id(table.words[0])
-    table_ids = LAYOUT.view(obs, "table_ids")[expert[EXTRACTOR][0]]
-    assert table_ids[0] == VOCAB.token_id(schema.tables[expert[EXTRACTOR][0]].words[0])
+    column_pieces = LAYOUT.view(obs, "column_pieces")[expert[EXTRACTOR][2]]
+    assert column_pieces[4] == word_pieces(column.words[0])[0]
+    assert column_pieces[0] == word_pieces(table.words[0])[0]
+    table_pieces = LAYOUT.view(obs, "table_pieces")[expert[EXTRACTOR][0]]
+    assert table_pieces[0] == word_pieces(schema.tables[expert[EXTRACTOR][0]].words[0])[0]
     features = LAYOUT.view(obs, "column_features")
     assert features[: 1 + len(schema.columns), 0].all() and not features[1 + len(schema.columns) :].any()
+    assert np.all(obs <= observation_high())
+
+
+def test_the_observation_is_a_function_of_the_public_inputs_only(env: Text2SQLEnv) -> None:
+    """What the env shows is encode_observation(words, schema, stored values): the gold plan is not an
+    input, so two questions with the same words and schema look the same whatever their answers."""
+    for i in range(0, len(env.questions), 97):
+        observations, _ = env.reset(options={"question_index": i})
+        q = env.question
+        public = encode_observation(q.words, SCHEMAS[q.schema], env.bank.values[q.schema])
+        np.testing.assert_array_equal(observations[EXTRACTOR][OBS_KEY], public)
+        np.testing.assert_array_equal(observations[COMPOSER][OBS_KEY], public)
+
+
+def _links(obs: np.ndarray, word: int) -> tuple[set[int], set[int]]:
+    names, values = LAYOUT.view(obs, "question_links")[word].astype(int)
+    return {b for b in range(COLUMN_SLOTS + 2) if names >> b & 1}, {
+        b for b in range(COLUMN_SLOTS) if values >> b & 1
+    }
+
+
+def test_value_linking_finds_the_column_of_a_value_the_question_names_without_a_cue(env: Text2SQLEnv) -> None:
+    """ "shipped to Lyon": no column word, yet "Berlin" links to the column that stores Berlin."""
+    shop, values = SCHEMAS["shop"], env.bank.values["shop"]
+    words = split_words("How many orders were shipped to berlin?")
+    obs = encode_observation(words, shop, values)
+    city = shop.column_slot("orders", "city")
+    names, linked = _links(obs, words.index("berlin"))
+    assert linked == {city} and not names
+    assert LAYOUT.view(obs, "column_features")[city, 8] == 1.0  # a stored value is named
+    assert LAYOUT.view(obs, "column_features")[city, 7] == 0.0  # its name is not
+    assert LAYOUT.view(obs, "question_features")[words.index("berlin"), 4:].tolist() == [1.0, 1.0]
+    # a singular names the table "products" (and the foreign key product_id), and no value
+    obs = encode_observation(split_words("List every product by Acme"), shop, values)
+    names, linked = _links(obs, 2)
+    assert names == {COLUMN_SLOTS + shop.table_index("products"), shop.column_slot("orders", "product_id")}
+    assert not linked
+    assert _links(obs, 4)[1] == {shop.column_slot("products", "brand")}
+
+
+def test_a_copied_span_becomes_the_value_as_stored(bank) -> None:
+    zoo, values = SCHEMAS["zoo"], bank.values["zoo"]
+    species = zoo.column_slot("animals", "species")
+    weight = zoo.column_slot("animals", "weight_kg")
+    assert copied_value(["penguins"], species, values) == "Penguin"
+    assert copied_value(["PENGUIN"], species, values) == "Penguin"
+    assert copied_value(["1,200"], weight, values) == "1200"
+    assert copied_value(["unicorns"], species, values) == "unicorns"  # no stored value: as written
+    assert copied_value([], species, values) is None
+    words = split_words("how many penguins live here")
+    extractor = [zoo.table_index("animals"), 0, 0, species, 0, 0]
+    composer = [int(Agg.COUNT), int(Op.EQ), 2, 0, 0, 0]
+    plan = decode(extractor, composer, words, zoo, values)
+    assert plan.value == "Penguin" and plan.where == species and plan.agg == Agg.COUNT
 
 
 def test_reset_with_a_seed_is_deterministic(bank_dir: Path) -> None:

@@ -1,64 +1,55 @@
-"""Pretrained word vectors give held-out phrasings the meaning of the seen words they paraphrase."""
+"""Every word piece has a pretrained vector, and contextual states read a word in its question."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
+import torch
 
 from orchestrl.envs.text2sql import word_vectors
-from orchestrl.envs.text2sql.observation import VOCAB
-from orchestrl.envs.text2sql.tokenizer import SPECIAL_TOKENS
+from orchestrl.envs.text2sql.observation import WORD_PIECES
+from orchestrl.envs.text2sql.tokenizer import PIECE_VOCAB_SIZE, pieces_of, split_words, word_pieces
 
 
-@pytest.fixture(scope="module")
-def cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("word_vectors")
+def word_vector(word: str) -> torch.Tensor:
+    table = word_vectors.piece_vectors()
+    vector = table[list(word_pieces(word))].mean(0)
+    return vector / vector.norm()
 
 
-@pytest.fixture(scope="module")
-def table(cache: Path) -> np.ndarray:
-    return word_vectors.vocabulary_vectors(cache)
-
-
-def test_every_vocabulary_word_has_a_unit_vector_and_nothing_else_does(table: np.ndarray) -> None:
-    assert table.shape == (VOCAB.size, word_vectors.DIM) and table.dtype == np.float32
-    words = [VOCAB.token_id(w) for w in VOCAB.words]
-    np.testing.assert_allclose(np.linalg.norm(table[words], axis=1), 1.0, atol=1e-4)
-    assert not table[: len(SPECIAL_TOKENS)].any()  # <pad>, <unk>, <star>, type tokens
-    assert not table[VOCAB.number_offset :].any()  # hash buckets of out-of-vocabulary words
+def test_the_table_holds_a_vector_for_every_piece_and_is_shared() -> None:
+    table = word_vectors.piece_vectors()
+    assert table.shape == (PIECE_VOCAB_SIZE, word_vectors.DIM) and table.dtype == torch.float32
+    assert not table.requires_grad
+    assert (table.norm(dim=1) > 0).all()  # no zero rows: no word is left without meaning
+    assert word_vectors.piece_vectors() is table  # one tensor per process, whatever reads it
 
 
 @pytest.mark.parametrize(
-    ("held_out", "seen"),
-    [("largest", "highest"), ("smallest", "lowest"), ("combined", "total"), ("exceeding", "greater")],
+    ("word", "near", "far"),
+    [("largest", "highest", "lowest"), ("smallest", "lowest", "highest"), ("flights", "flight", "price")],
 )
-def test_a_held_out_word_sits_nearest_the_seen_word_it_paraphrases(
-    table: np.ndarray, held_out: str, seen: str
+def test_static_vectors_carry_meaning(word: str, near: str, far: str) -> None:
+    assert float(word_vector(word) @ word_vector(near)) > float(word_vector(word) @ word_vector(far)) + 0.1
+
+
+def _pieces(*questions: str) -> torch.Tensor:
+    out = np.zeros((len(questions), 12, WORD_PIECES), dtype=np.int64)
+    for i, q in enumerate(questions):
+        for j, w in enumerate(split_words(q)):
+            out[i, j] = pieces_of([w], WORD_PIECES)
+    return torch.as_tensor(out)
+
+
+def test_contextual_states_read_a_word_in_its_question_and_are_cached(
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    candidates = ["highest", "lowest", "total", "average", "greater", "less"]
-    similarity = {c: float(table[VOCAB.token_id(held_out)] @ table[VOCAB.token_id(c)]) for c in candidates}
-    assert max(similarity, key=similarity.get) == seen
-
-
-def test_the_table_is_computed_once_then_read_from_the_cache(
-    cache: Path, table: np.ndarray, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    files = list(cache.glob("minilm_words_*.npy"))
-    assert len(files) == 1
-    word_vectors.vocabulary_vectors.cache_clear()
-
-    def no_model(vocab: object) -> np.ndarray:
-        raise AssertionError("the model was loaded although the cache holds the table")
-
-    monkeypatch.setattr(word_vectors, "_compute", no_model)
-    np.testing.assert_array_equal(word_vectors.vocabulary_vectors(cache), table)
-    word_vectors.vocabulary_vectors.cache_clear()
-
-
-def test_an_unwritable_cache_dir_still_gives_the_table(table: np.ndarray, tmp_path: Path) -> None:
-    blocker = tmp_path / "a_file"
-    blocker.write_text("not a directory")
-    np.testing.assert_array_equal(word_vectors.vocabulary_vectors(blocker / "cache"), table)
-    assert blocker.read_text() == "not a directory"
+    states = word_vectors.ContextualStates()
+    pieces = _pieces("the river bank flooded", "the bank raised its rates")
+    out = states.question_states(pieces)
+    assert out.shape == (2, 12, word_vectors.DIM)
+    assert not out[0, 4:].any() and not out[1, 5:].any()  # absent words stay zero
+    bank_river, bank_money = out[0, 2], out[1, 1]
+    assert not torch.allclose(bank_river, bank_money, atol=1e-2)  # one word, two contexts
+    monkeypatch.setattr(word_vectors, "_minilm", lambda: pytest.fail("recomputed a cached question"))
+    torch.testing.assert_close(states.question_states(pieces.flip(0)), out.flip(0))

@@ -78,12 +78,17 @@ class NeuromasConfig(BaseModel):
     """auto: the text encoder for text2sql, an MLP for flat observations."""
     text_layers: int = Field(2, ge=0)
     word_vectors: bool = False
-    """Text2SQL: add frozen all-MiniLM-L6-v2 word vectors to the learned token embeddings, so words
-    that never occur in training (held-out phrasings) are read by their meaning."""
+    """Text2SQL: read every word piece through frozen all-MiniLM-L6-v2 vectors (its own WordPiece
+    input embeddings), so words that never occur in training are read by their meaning (False: a
+    learned embedding per piece, the no-pretraining ablation)."""
+    contextual: bool = False
+    """Text2SQL, with word_vectors: question words as the frozen MiniLM's contextual states (the
+    word in its question), cached per question, instead of the static piece vectors."""
 
     # -- training ----------------------------------------------------------------------------------
     objective: Literal["ppo", "reinforce"] = "ppo"
-    """reinforce: the paper's REINFORCE with the critic as baseline (forces lambda_=1, num_epochs=1)."""
+    """reinforce: the paper's REINFORCE with the critic as baseline (forces lambda_=1, num_epochs=1 and one
+    minibatch = the whole batch: on-policy)."""
     aux_coeff: float = Field(0.0, ge=0)
     """Weight of the auxiliary team-reward prediction loss (0: no auxiliary head)."""
     bc_token_dropout: float = Field(0.3, ge=0, lt=1)
@@ -123,12 +128,14 @@ def module_model_config(knobs: NeuromasConfig, context: BuildContext) -> dict[st
         raise ConfigError(f"algorithm.encoder: text2sql reads the text2sql layout, not env '{env.name}'")
     if knobs.word_vectors and encoder != "text2sql":
         raise ConfigError(f"algorithm.word_vectors: only the text2sql encoder reads words, not '{encoder}'")
+    if knobs.contextual and not knobs.word_vectors:
+        raise ConfigError(
+            "algorithm.contextual: contextual token states come from the pretrained model: set word_vectors"
+        )
     if encoder == "text2sql" and env.agent_id_in_obs:
         raise ConfigError(
             "env.agent_id_in_obs: the text2sql encoder reads the raw layout; node embeddings say who is who"
         )
-    # The pretrained word-vector table is cached beside the experiment's text2sql databases.
-    word_vectors_dir = env.cache_dir if knobs.word_vectors else None
     try:
         nvecs = {a: list(agent_nvec(env.action_spaces[a], a)) for a in agents}
     except ValueError as err:
@@ -150,7 +157,8 @@ def module_model_config(knobs: NeuromasConfig, context: BuildContext) -> dict[st
         "adapter_rank": knobs.adapter_rank,
         "encoder": encoder,
         "text_layers": knobs.text_layers,
-        "word_vectors": word_vectors_dir,
+        "word_vectors": knobs.word_vectors,
+        "contextual": knobs.contextual,
         "observe": knobs.observe,
         "aux_head": knobs.aux_coeff > 0,
     }
@@ -180,9 +188,15 @@ def configure_neuromas(ppo: PPOConfig, knobs: NeuromasConfig, context: BuildCont
         policy_mapping_fn=AgentToModule({TEAM: TEAM}),
     ).rl_module(rl_module_spec=RLModuleSpec(module_class=NeuromasModule, model_config=model_config))
     if knobs.objective == "reinforce":
+        # On-policy: one gradient step on the whole batch (REINFORCE has no ratio to correct a second
+        # step on samples the first made stale). minibatch_size None makes the learner take the batch
+        # as one minibatch whatever its length; a size equal to train_batch_size would still split it,
+        # since the learner's batch also holds one bootstrap row per episode.
         if ppo.num_epochs != 1 or ppo.lambda_ != 1.0:
-            log.warning("objective=reinforce: one on-policy pass per batch (num_epochs=1), lambda_=1")
-        ppo = ppo.training(num_epochs=1, lambda_=1.0)
+            log.warning(
+                "objective=reinforce: one on-policy step per batch (num_epochs=1, one minibatch), lambda_=1"
+            )
+        ppo = ppo.training(num_epochs=1, lambda_=1.0, minibatch_size=None)
     seed = int(ppo.seed or 0)
     learner_knobs = {**knobs.model_dump(), "seed": seed, "gamma": ppo.gamma}
     ppo = ppo.learners(learner_class=NeuromasLearner, learner_config_dict={KNOBS_KEY: learner_knobs})

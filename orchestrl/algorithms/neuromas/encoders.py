@@ -2,22 +2,27 @@
 
 An encoder turns one agent's flat observation into ``tokens`` (B, T, dim) plus a padding mask. A
 node attends over its agents' tokens, and a *pointer* action component scores a range of them
-(one row per choice), so the same weights act on schemas they have never seen.
+(one row per choice), so the same weights act on schemas they have never seen. ``blind(obs)`` gives
+the same rows with no content (a learned vector per row and the padding mask): the pointer keys of a
+node that does not read its observation (``observe: inputs``), which knows *which* rows exist and
+where they sit but not what they say, so what it points at comes from its messages alone. The row
+places (question position, table or column slot) are the same learned codes every encoded row
+carries, so a message can name a place in the one coordinate system both sides share.
 
 - :class:`MlpEncoder`: any flat ``Box`` observation (MPE, the orchestration env): one token.
 - :class:`Text2SQLEncoder`: the Text2SQL layout (:mod:`orchestrl.envs.text2sql.observation`):
-  question tokens, table and column rows, encoded by a small relation-aware transformer in the
+  question words, table and column rows, encoded by a small relation-aware transformer in the
   spirit of RAT-SQL (Wang et al. 2020): attention gets a learned bias per head for each
-  schema-linking relation (a question word equals a column's or table's name word, a column
-  belongs to a table, two question words are neighbours), computed from the token ids.
+  schema-linking relation (a question word names a column, a table, a column's table, or a value
+  stored in a column, as BRIDGE links values; a column belongs to a table; two question words are
+  neighbours), read from the observation's link bits.
 
-Words the model never trained on must not steer it: token embeddings start at zero, so an unseen
-word (a held-out phrasing, a new schema's name) is a neutral "unknown" token, and behaviour cloning
-drops known words to zero at random (``token_dropout``) so the policy learns to read around them.
-With ``word_vectors`` (the directory their table is cached in) each token also carries a learned
-projection of its frozen pretrained vector (:mod:`orchestrl.envs.text2sql.word_vectors`), which
-dropout never touches: a word whose learned embedding is missing (dropped in training, never seen
-at test time) is read by its meaning.
+A word is read through all-MiniLM-L6-v2's pretrained WordPiece vectors (:mod:`orchestrl.envs.
+text2sql.word_vectors`), frozen, through a learned projection: the mean of its pieces' static
+vectors, or (``contextual``) the frozen model's state of the word in the context of its question,
+cached per question. Without ``word_vectors`` each piece gets a learned embedding instead (the
+ablation: no pretrained meaning). Behaviour cloning drops whole words to zero at random
+(``token_dropout``) so the policy learns to read around a word it cannot place.
 """
 
 from __future__ import annotations
@@ -30,7 +35,9 @@ from torch import nn
 
 from orchestrl.envs.text2sql import actions as t2s_actions
 from orchestrl.envs.text2sql import observation as t2s_obs
-from orchestrl.envs.text2sql.word_vectors import vocabulary_vectors
+from orchestrl.envs.text2sql.tokenizer import PIECE_VOCAB_SIZE
+from orchestrl.envs.text2sql.word_vectors import DIM as PRETRAINED_DIM
+from orchestrl.envs.text2sql.word_vectors import ContextualStates, piece_vectors
 
 
 @dataclass(frozen=True)
@@ -39,6 +46,8 @@ class Encoded:
     """(B, T, dim) encoded rows."""
     pad: torch.Tensor
     """(B, T) True where a row is absent."""
+    places: torch.Tensor | None = None
+    """(B, T, dim) where each row sits, with no content (the blind rows), if the layout has places."""
 
 
 class MlpEncoder(nn.Module):
@@ -52,15 +61,20 @@ class MlpEncoder(nn.Module):
         tokens = self.net(obs.float())[:, None, :]
         return Encoded(tokens, torch.zeros(tokens.shape[:2], dtype=torch.bool, device=obs.device))
 
+    def blind(self, obs: torch.Tensor) -> Encoded:
+        tokens = torch.zeros(obs.shape[0], 1, self.net[-1].out_features, device=obs.device)
+        return Encoded(tokens, torch.zeros(tokens.shape[:2], dtype=torch.bool, device=obs.device))
+
     def pointer_rows(self, agent: str, n_components: int) -> list[slice | None]:
         return [None] * n_components
 
 
 # -- Text2SQL ----------------------------------------------------------------------------------
-Q, NT, NC = t2s_obs.Q_LEN, t2s_obs.MAX_TABLES, t2s_obs.COLUMN_SLOTS
+Q, NT, NC = t2s_obs.Q_WORDS, t2s_obs.MAX_TABLES, t2s_obs.COLUMN_SLOTS
+T = Q + NT + NC
 QUESTION_ROWS = slice(0, Q)
 TABLE_ROWS = slice(Q, Q + NT)
-COLUMN_ROWS = slice(Q + NT, Q + NT + NC)
+COLUMN_ROWS = slice(Q + NT, T)
 POINTS_AT = {
     "table": TABLE_ROWS,
     "select": COLUMN_ROWS,
@@ -71,15 +85,16 @@ POINTS_AT = {
 }
 """Action components that are pointers, and the rows they point at (see ``actions.py``)."""
 
-# Relations between the T = Q + NT + NC rows (symmetric); 0 = none.
-REL_COLUMN_NAMED, REL_TABLE_NAMED, REL_COLUMN_OF_TABLE, REL_NEIGHBOUR, REL_TABLE_OF_COLUMN_NAMED = (
-    1,
-    2,
-    3,
-    4,
-    5,
-)
-N_RELATIONS = 6
+# Relations between the T rows (symmetric); 0 = none. A later one overrides an earlier one.
+(
+    REL_NEIGHBOUR,
+    REL_TABLE_OF_COLUMN_NAMED,
+    REL_COLUMN_NAMED,
+    REL_TABLE_NAMED,
+    REL_VALUE_OF_COLUMN,
+    REL_COLUMN_OF_TABLE,
+) = range(1, 7)
+N_RELATIONS = 7
 
 
 class RelationBlock(nn.Module):
@@ -106,26 +121,40 @@ class RelationBlock(nn.Module):
         return x + self.ff(self.norm2(x))
 
 
+def _bits(links: torch.Tensor, n: int) -> torch.Tensor:
+    """(..., ) integer bit sets stored as floats -> (..., n) booleans."""
+    return ((links.round().long()[..., None] >> torch.arange(n, device=links.device)) & 1).bool()
+
+
 class Text2SQLEncoder(nn.Module):
     """Question, table and column rows -> contextual row encodings (B, Q + NT + NC, dim)."""
 
-    def __init__(self, dim: int, heads: int = 4, layers: int = 2, word_vectors: str | None = None) -> None:
+    def __init__(
+        self, dim: int, heads: int = 4, layers: int = 2, word_vectors: bool = True, contextual: bool = False
+    ) -> None:
         super().__init__()
-        self.embed = nn.Embedding(t2s_obs.VOCAB_SIZE, dim, padding_idx=0)
-        nn.init.zeros_(self.embed.weight)  # unseen words stay at 0: a neutral "unknown"
-        self.word_vectors = word_vectors is not None
-        if word_vectors is not None:
-            table = torch.as_tensor(vocabulary_vectors(word_vectors))
-            # Not part of the state: rebuilt from the pinned model, so weight syncs stay small.
-            self.register_buffer("pretrained", table, persistent=False)
-            self.pretrained_proj = nn.Linear(table.shape[1], dim, bias=False)
+        self.word_vectors, self.contextual = word_vectors, contextual
+        if word_vectors:
+            # Frozen and not part of the state: every encoder in the process shares the one table,
+            # rebuilt from the pinned model, so weight syncs and checkpoints stay small.
+            self.register_buffer("pretrained", piece_vectors(), persistent=False)
+            self.piece_proj = nn.Linear(PRETRAINED_DIM, dim, bias=False)
+        else:
+            self.piece_embed = nn.Embedding(PIECE_VOCAB_SIZE, dim, padding_idx=0)
+            nn.init.normal_(self.piece_embed.weight, std=0.1)
+        if contextual:
+            if not word_vectors:
+                raise ValueError("contextual token states need word_vectors (the pretrained model)")
+            self.context = ContextualStates()
+            self.context_proj = nn.Linear(PRETRAINED_DIM, dim, bias=False)
         self.position = nn.Parameter(torch.randn(Q, dim) * 0.02)
         self.segment = nn.Parameter(torch.randn(3, dim) * 0.02)
-        self.question_features = nn.Linear(t2s_obs.QUESTION_FEATURES + 2, dim)
+        self.question_features = nn.Linear(t2s_obs.QUESTION_FEATURES + 3, dim)
         self.table_features = nn.Linear(t2s_obs.TABLE_FEATURES, dim)
         self.column_features = nn.Linear(t2s_obs.COLUMN_FEATURES, dim)
         self.column_table_words = nn.Linear(dim, dim, bias=False)
         self.global_features = nn.Linear(t2s_obs.GLOBAL_FEATURES, dim)
+        self.slot_codes = nn.Parameter(torch.randn(NT + NC, dim) * 0.02)
         self.blocks = nn.ModuleList(RelationBlock(dim, heads, 2 * dim) for _ in range(layers))
         self.norm = nn.LayerNorm(dim)
 
@@ -137,75 +166,97 @@ class Text2SQLEncoder(nn.Module):
             )
         return [POINTS_AT.get(name) for name in names]
 
-    def _ids(self, obs: torch.Tensor, name: str) -> torch.Tensor:
-        return t2s_obs.LAYOUT.view(obs, name).round().long()
-
-    def _embed(self, ids: torch.Tensor, token_dropout: float) -> torch.Tensor:
-        emb = self.embed(ids)
-        if token_dropout > 0:
-            keep = torch.rand(ids.shape, device=ids.device) >= token_dropout
-            emb = emb * keep[..., None]
+    def _words(self, pieces: torch.Tensor, token_dropout: float) -> torch.Tensor:
+        """(B, R, P) piece ids -> (B, R, dim): each row's pieces, averaged (zero for no pieces)."""
+        ids = pieces.round().long()
+        flat = ids.reshape(-1, ids.shape[-1])
+        table = self.pretrained if self.word_vectors else self.piece_embed.weight
+        words = F.embedding_bag(flat, table, mode="mean", padding_idx=0).view(*ids.shape[:-1], -1)
         if self.word_vectors:
-            emb = emb + self.pretrained_proj(self.pretrained[ids])
-        return emb
+            words = self.piece_proj(words)  # linear: projecting the mean = the mean of the projections
+        return self._dropout(words, token_dropout)
+
+    @staticmethod
+    def _dropout(words: torch.Tensor, token_dropout: float) -> torch.Tensor:
+        if token_dropout <= 0:
+            return words
+        keep = torch.rand(words.shape[:-1], device=words.device) >= token_dropout
+        return words * keep[..., None]
+
+    def _pad(self, obs: torch.Tensor) -> torch.Tensor:
+        view = t2s_obs.LAYOUT.view
+        present = [
+            view(obs, name)[..., 0] for name in ("question_features", "table_features", "column_features")
+        ]
+        return torch.cat(present, 1) < 0.5
+
+    def _places(self) -> torch.Tensor:
+        """(T, dim) where each row sits: question position, table or column slot, and segment. Added
+        to every encoded row, and all a blind row holds, so a place a message describes can be
+        matched by a node that does not read the rows."""
+        return torch.cat(
+            [
+                self.position + self.segment[0],
+                self.slot_codes[:NT] + self.segment[1],
+                self.slot_codes[NT:] + self.segment[2],
+            ]
+        )
+
+    def blind(self, obs: torch.Tensor) -> Encoded:
+        """Rows without content: which rows exist and where, not what they say (see the module
+        docstring)."""
+        obs = obs.float()
+        places = self._places().expand(obs.shape[0], -1, -1)
+        return Encoded(places, self._pad(obs), places)
 
     def forward(self, obs: torch.Tensor, token_dropout: float = 0.0) -> Encoded:
         obs = obs.float()
         view = t2s_obs.LAYOUT.view
-        q_ids = self._ids(obs, "question_ids")[..., 0]  # (B, Q)
-        t_ids = self._ids(obs, "table_ids")  # (B, NT, 2)
-        c_ids = self._ids(obs, "column_ids")  # (B, NC, 6): table words, name words, type
+        q_pieces = view(obs, "question_pieces")  # (B, Q, P)
+        c_pieces = view(obs, "column_pieces")  # (B, NC, table pieces + column pieces)
         q_feat, t_feat = view(obs, "question_features"), view(obs, "table_features")
         c_feat, g_feat = view(obs, "column_features"), view(obs, "global_features")[:, 0]
-        tw = t2s_obs.TABLE_TOKENS
+        links = view(obs, "question_links")
+        name_links = _bits(links[..., 0], t2s_obs.NAME_LINK_BITS)
+        col_named, table_named = name_links[..., :NC], name_links[..., NC:]  # (B, Q, NC), (B, Q, NT)
+        value_of = _bits(links[..., 1], NC)  # (B, Q, NC)
+        table_slot = c_feat[..., 6].round().long()  # (B, NC)
+        col_present = c_feat[..., 0] > 0.5
+        of_table = (table_slot[:, :, None] == torch.arange(NT, device=obs.device)) & col_present[:, :, None]
+        col_table_named = torch.einsum("bqt,bct->bqc", table_named.float(), of_table.float()) > 0
 
-        # Schema linking by exact word match (pad id 0 never matches).
-        def named(words: torch.Tensor) -> torch.Tensor:  # (B, R, W) -> (B, Q, R)
-            eq = (q_ids[:, :, None, None] == words[:, None, :, :]) & (words[:, None, :, :] > 0)
-            return eq.any(-1)
-
-        col_named = named(c_ids[..., tw : tw + t2s_obs.COLUMN_NAME_TOKENS])
-        col_table_named = named(c_ids[..., :tw])
-        table_named = named(t_ids)
-
-        q_links = torch.stack([col_named.any(-1), table_named.any(-1)], -1).float()
-        x_q = (
-            self._embed(q_ids, token_dropout)
-            + self.position
-            + self.question_features(torch.cat([q_feat, q_links], -1))
-            + self.segment[0]
-        )
-        x_t = self._mean_embed(t_ids, token_dropout) + self.table_features(t_feat) + self.segment[1]
+        if self.contextual:
+            words = self._dropout(self.context_proj(self.context.question_states(q_pieces)), token_dropout)
+        else:
+            words = self._words(q_pieces, token_dropout)
+        q_links = torch.stack([col_named.any(-1), table_named.any(-1), value_of.any(-1)], -1).float()
+        x_q = words + self.question_features(torch.cat([q_feat, q_links], -1))
+        x_t = self._words(view(obs, "table_pieces"), token_dropout) + self.table_features(t_feat)
+        tp = t2s_obs.TABLE_PIECES
         x_c = (
-            self._mean_embed(c_ids[..., tw:], token_dropout)
-            + self.column_table_words(self._mean_embed(c_ids[..., :tw], token_dropout))
+            self._words(c_pieces[..., tp:], token_dropout)
+            + self.column_table_words(self._words(c_pieces[..., :tp], token_dropout))
             + self.column_features(c_feat)
-            + self.segment[2]
         )
-        x = torch.cat([x_q, x_t, x_c], 1) + self.global_features(g_feat)[:, None]
-        pad = torch.cat([q_feat[..., 0], t_feat[..., 0], c_feat[..., 0]], 1) < 0.5
-        relations = self._relations(col_named, table_named, col_table_named, c_feat, q_feat)
+        x = torch.cat([x_q, x_t, x_c], 1) + self._places() + self.global_features(g_feat)[:, None]
+        pad = self._pad(obs)
+        relations = self._relations(q_feat, col_named, table_named, col_table_named, value_of, of_table)
         for block in self.blocks:
             x = block(x, relations, pad)
-        return Encoded(self.norm(x), pad)
-
-    def _mean_embed(self, ids: torch.Tensor, token_dropout: float) -> torch.Tensor:
-        present = (ids > 0).float()
-        total = (self._embed(ids, token_dropout) * present[..., None]).sum(-2)
-        return total / present.sum(-1, keepdim=True).clamp(min=1.0)
+        return Encoded(self.norm(x), pad, self._places().expand(obs.shape[0], -1, -1))
 
     @staticmethod
     def _relations(
+        q_feat: torch.Tensor,
         col_named: torch.Tensor,
         table_named: torch.Tensor,
         col_table_named: torch.Tensor,
-        c_feat: torch.Tensor,
-        q_feat: torch.Tensor,
+        value_of: torch.Tensor,
+        of_table: torch.Tensor,
     ) -> torch.Tensor:
         """(B, T, T) relation ids, symmetric; a later relation overrides an earlier one."""
-        b = col_named.shape[0]
-        t = Q + NT + NC
-        rel = torch.zeros(b, t, t, dtype=torch.long, device=col_named.device)
+        b = q_feat.shape[0]
+        rel = torch.zeros(b, T, T, dtype=torch.long, device=q_feat.device)
 
         def put(rows: slice, cols: slice, mask: torch.Tensor, value: int) -> None:
             rel[:, rows, cols][mask] = value
@@ -218,20 +269,24 @@ class Text2SQLEncoder(nn.Module):
         put(QUESTION_ROWS, COLUMN_ROWS, col_table_named, REL_TABLE_OF_COLUMN_NAMED)
         put(QUESTION_ROWS, COLUMN_ROWS, col_named, REL_COLUMN_NAMED)
         put(QUESTION_ROWS, TABLE_ROWS, table_named, REL_TABLE_NAMED)
-        table_slot = c_feat[..., 4].round().long()  # (B, NC)
-        present = c_feat[..., 0] > 0.5
-        of_table = (table_slot[:, :, None] == torch.arange(NT, device=rel.device)) & present[:, :, None]
+        put(QUESTION_ROWS, COLUMN_ROWS, value_of, REL_VALUE_OF_COLUMN)
         put(COLUMN_ROWS, TABLE_ROWS, of_table, REL_COLUMN_OF_TABLE)
         return rel
 
 
 def make_encoder(
-    kind: str, obs_dim: int, dim: int, heads: int, text_layers: int, word_vectors: str | None = None
+    kind: str,
+    obs_dim: int,
+    dim: int,
+    heads: int,
+    text_layers: int,
+    word_vectors: bool = True,
+    contextual: bool = False,
 ) -> nn.Module:
     if kind == "mlp":
         return MlpEncoder(obs_dim, dim)
     if kind == "text2sql":
         if obs_dim != t2s_obs.OBS_DIM:
             raise ValueError(f"the text2sql encoder reads {t2s_obs.OBS_DIM} values, the env gives {obs_dim}")
-        return Text2SQLEncoder(dim, heads, text_layers, word_vectors)
+        return Text2SQLEncoder(dim, heads, text_layers, word_vectors, contextual)
     raise ValueError(f"unknown encoder '{kind}'")

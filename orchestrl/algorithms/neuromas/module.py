@@ -77,7 +77,8 @@ class NeuromasModule(TorchRLModule, ValueFunctionAPI, InferenceOnlyAPI):
             adapter_rank=int(cfg["adapter_rank"]),
             encoder=cfg["encoder"],
             text_layers=int(cfg["text_layers"]),
-            word_vectors=cfg.get("word_vectors"),
+            word_vectors=bool(cfg.get("word_vectors")),
+            contextual=bool(cfg.get("contextual")),
             observe=cfg.get("observe", "all"),
         )
         self.net = NeuromasNet(spec, self.topology, net_cfg)

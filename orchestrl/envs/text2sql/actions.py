@@ -15,13 +15,16 @@ can act on a schema it has never seen:
 ``sql_composer`` (operators, values, shape: *how* the query says it)
     ``agg``           :class:`.query.Agg` applied to the selected column
     ``op``            :class:`.query.Op` of the condition
-    ``value_start``   question token where the condition's value starts (copied verbatim)
-    ``value_length``  value length - 1 (1..MAX_VALUE_TOKENS tokens)
+    ``value_start``   question word where the condition's value starts
+    ``value_length``  value length - 1 (1..MAX_VALUE_WORDS words)
     ``order``         :class:`.query.Order` (NONE = no ORDER BY)
     ``limit``         index into :data:`.query.LIMITS` (0 = no LIMIT)
 
 The composer's ``op``/``value`` only matter if the extractor chose a WHERE column, and its
-``order`` sorts by the extractor's ``order_by``: neither agent can write the query alone.
+``order`` sorts by the extractor's ``order_by``: neither agent can write the query alone. The value
+is the copied span as the database stores it when the WHERE column holds a value the span names
+("tokyo" -> ``Tokyo``, "penguins" -> ``Penguin``; :mod:`.values`), a number without its thousands
+separators ("200,000" -> ``200000``), else the span's words as written.
 
 Masks rule out only what cannot exist for this question (an absent table or column slot, a join
 without a foreign key, a value position past the question's end): never a semantic hint.
@@ -30,15 +33,17 @@ without a foreign key, a value position past the question's end): never a semant
 from __future__ import annotations
 
 import itertools
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 from gymnasium.spaces import MultiDiscrete
 
-from orchestrl.envs.text2sql.observation import COLUMN_SLOTS, MAX_TABLES, Q_LEN
+from orchestrl.envs.text2sql.observation import COLUMN_SLOTS, MAX_TABLES, Q_WORDS
 from orchestrl.envs.text2sql.query import LIMITS, Agg, Op, Order, QueryPlan, column_ref
-from orchestrl.envs.text2sql.questions import MAX_VALUE_TOKENS, Question
 from orchestrl.envs.text2sql.schemas import Schema
+from orchestrl.envs.text2sql.tokenizer import is_number, number_text
+from orchestrl.envs.text2sql.values import MAX_VALUE_WORDS, ValueIndex
 
 EXTRACTOR = "schema_extractor"
 COMPOSER = "sql_composer"
@@ -47,7 +52,7 @@ AGENTS: tuple[str, ...] = (EXTRACTOR, COMPOSER)
 EXTRACTOR_COMPONENTS: tuple[str, ...] = ("table", "join", "select", "where", "group_by", "order_by")
 EXTRACTOR_NVEC: tuple[int, ...] = (MAX_TABLES, 2, COLUMN_SLOTS, COLUMN_SLOTS, COLUMN_SLOTS, COLUMN_SLOTS)
 COMPOSER_COMPONENTS: tuple[str, ...] = ("agg", "op", "value_start", "value_length", "order", "limit")
-COMPOSER_NVEC: tuple[int, ...] = (len(Agg), len(Op), Q_LEN, MAX_VALUE_TOKENS, len(Order), len(LIMITS))
+COMPOSER_NVEC: tuple[int, ...] = (len(Agg), len(Op), Q_WORDS, MAX_VALUE_WORDS, len(Order), len(LIMITS))
 
 COMPONENTS: dict[str, tuple[str, ...]] = {EXTRACTOR: EXTRACTOR_COMPONENTS, COMPOSER: COMPOSER_COMPONENTS}
 NVEC: dict[str, tuple[int, ...]] = {EXTRACTOR: EXTRACTOR_NVEC, COMPOSER: COMPOSER_NVEC}
@@ -77,8 +82,9 @@ def action_spaces() -> dict[str, MaskedMultiDiscrete]:
     return {agent: MaskedMultiDiscrete(np.array(NVEC[agent], dtype=np.int64)) for agent in AGENTS}
 
 
-def action_masks(question: Question, schema: Schema) -> dict[str, np.ndarray]:
-    """One flat float32 0/1 mask per agent; every component keeps at least one 1."""
+def action_masks(n_words: int, schema: Schema) -> dict[str, np.ndarray]:
+    """One flat float32 0/1 mask per agent for a question of ``n_words`` words over ``schema``;
+    every component keeps at least one 1."""
     n_tables, n_columns = len(schema.tables), len(schema.columns)
     columns = _first(COLUMN_SLOTS, 1 + n_columns)
     extractor = [
@@ -92,8 +98,8 @@ def action_masks(question: Question, schema: Schema) -> dict[str, np.ndarray]:
     composer = [
         np.ones(len(Agg), np.float32),
         np.ones(len(Op), np.float32),
-        _first(Q_LEN, len(question.tokens)),
-        np.ones(MAX_VALUE_TOKENS, np.float32),
+        _first(Q_WORDS, n_words),
+        np.ones(MAX_VALUE_WORDS, np.float32),
         np.ones(len(Order), np.float32),
         np.ones(len(LIMITS), np.float32),
     ]
@@ -114,13 +120,15 @@ def _components(agent: str, action: Any) -> dict[str, int]:
     return dict(zip(COMPONENTS[agent], (int(v) for v in values), strict=True))
 
 
-def decode(extractor_action: Any, composer_action: Any, question: Question) -> QueryPlan:
-    """The query both agents' choices describe (the value is copied from the question's tokens)."""
+def decode(
+    extractor_action: Any, composer_action: Any, words: Sequence[str], schema: Schema, values: ValueIndex
+) -> QueryPlan:
+    """The query both agents' choices describe for a question of ``words`` over ``schema``."""
     ex, co = _components(EXTRACTOR, extractor_action), _components(COMPOSER, composer_action)
     value = None
     if ex["where"]:
         start, length = co["value_start"], co["value_length"] + 1
-        value = " ".join(question.tokens[start : start + length]) or None
+        value = copied_value(words[start : start + length], ex["where"], values)
     return QueryPlan(
         table=ex["table"],
         select=ex["select"],
@@ -134,6 +142,18 @@ def decode(extractor_action: Any, composer_action: Any, question: Question) -> Q
         order_by=ex["order_by"],
         limit=LIMITS[co["limit"]],
     )
+
+
+def copied_value(span: Sequence[str], slot: int, values: ValueIndex) -> str | None:
+    """The WHERE value a span of question words gives for column ``slot`` (see the module docstring)."""
+    if not span:
+        return None
+    stored = values.stored(slot, span)
+    if stored is not None:
+        return stored
+    if len(span) == 1 and is_number(span[0]):
+        return number_text(span[0])
+    return " ".join(span)
 
 
 def describe(

@@ -49,8 +49,8 @@ class Text2SQLEnv(ParallelEnv):
     """Schema extractor + SQL composer, scored by execution on real SQLite.
 
     Args:
-        split: ``train``, ``validation`` or ``test``. The splits hold disjoint schemas; ``test``
-            also holds phrasings never used elsewhere.
+        split: ``train``, ``validation`` or ``test``. The splits hold disjoint schemas; half of
+            ``test`` is phrased by a grammar never used elsewhere.
         db_seed: seed of the generated databases and questions (not of episode sampling, which
             ``reset(seed=...)`` controls).
         data_dir: where the SQLite files live; default ``./runs/cache/text2sql/<db_seed>``.
@@ -152,7 +152,8 @@ class Text2SQLEnv(ParallelEnv):
         if missing:
             raise ValueError(f"both agents act in the one step; missing actions for {missing}")
         question, schema = self._question, SCHEMAS[self._question.schema]
-        plan = act.decode(actions[act.EXTRACTOR], actions[act.COMPOSER], question)
+        values = self.bank.values[question.schema]
+        plan = act.decode(actions[act.EXTRACTOR], actions[act.COMPOSER], question.words, schema, values)
         sql, result, plan_error = None, None, None
         try:
             sql = render_sql(plan, schema)
@@ -214,8 +215,8 @@ class Text2SQLEnv(ParallelEnv):
         question = self.question
         if question.qid not in self._encoded:
             schema = SCHEMAS[question.schema]
-            vector = encode_observation(question, schema)
-            masks = act.action_masks(question, schema)
+            vector = encode_observation(question.words, schema, self.bank.values[question.schema])
+            masks = act.action_masks(len(question.words), schema)
             self._encoded[question.qid] = {
                 a: {OBS_KEY: vector, MASK_KEY: masks[a]} for a in self.possible_agents
             }

@@ -14,6 +14,9 @@ Columns are *slots*: 1..n index the schema's columns in schema order and are ren
 ``group_by``, and "the selected expression" for ``order_by``. Values are rendered as numbers when
 they look like one and as quoted, escaped strings otherwise, so no value can inject SQL.
 
+:func:`parse_sql` reads SQL in this exact form back into its plan: a query the grammar can express
+is one that parses and renders to itself.
+
 A plan that cannot be rendered at all (an empty slot, a join in a one-table schema) raises
 :class:`PlanError`; a plan that renders to SQL SQLite rejects (``SUM(*)``, a column of a table not
 in ``FROM``) is left for SQLite to reject. Both count as invalid SQL in the reward.
@@ -140,4 +143,64 @@ def _from(plan: QueryPlan, schema: Schema) -> str:
     if fk is None:
         raise PlanError(f"schema '{schema.name}' has no foreign key to join on")
     other = fk.parent if table.name == fk.child else fk.child
-    return f"{table.name} JOIN {other} ON {fk.child}.{fk.column} = {fk.parent}.id"
+    return f"{table.name} JOIN {other} ON {fk.child}.{fk.column} = {fk.parent}.{fk.parent_column}"
+
+
+_SELECT = re.compile(
+    r"^SELECT (?P<head>.+?) FROM (?P<table>\w+)(?: JOIN (?P<other>\w+) ON \S+ = \S+)?"
+    r"(?: WHERE (?P<where>\S+) (?P<op>=|!=|>=|<=|>|<) (?P<value>'(?:[^']|'')*'|-?\d+(?:\.\d+)?))?"
+    r"(?: GROUP BY (?P<group>\S+))?(?: ORDER BY (?P<order_by>\S+) (?P<order>ASC|DESC))?"
+    r"(?: LIMIT (?P<limit>\d+))?$"
+)
+_AGGREGATED = re.compile(r"^(COUNT|SUM|AVG|MIN|MAX)\((.+)\)$")
+
+
+def parse_sql(sql: str, schema: Schema) -> QueryPlan:
+    """The plan whose :func:`render_sql` is ``sql``; raises :class:`PlanError` for any other SQL."""
+    match = _SELECT.match(sql)
+    if match is None:
+        raise PlanError(f"not in the grammar's form: {sql}")
+    refs = {column_ref(schema, slot): slot for slot in range(1, len(schema.columns) + 1)}
+
+    def slot(ref: str) -> int:
+        if ref not in refs:
+            raise PlanError(f"schema '{schema.name}' has no column {ref}")
+        return refs[ref]
+
+    head = match["head"]
+    group_by = 0
+    if match["group"]:
+        group_by = slot(match["group"])
+        prefix = f"{match['group']}, "
+        if not head.startswith(prefix):
+            raise PlanError(f"GROUP BY {match['group']} is not selected first: {sql}")
+        head = head[len(prefix) :]
+    aggregated = _AGGREGATED.match(head)
+    agg, inner = (Agg[aggregated[1]], aggregated[2]) if aggregated else (Agg.NONE, head)
+    order_by = 0
+    if match["order_by"] and match["order_by"] != head:
+        order_by = slot(match["order_by"])
+    value = match["value"]
+    if value is not None and value.startswith("'"):
+        value = value[1:-1].replace("''", "'")
+    tables = [t.name for t in schema.tables]
+    if match["table"] not in tables:
+        raise PlanError(f"schema '{schema.name}' has no table {match['table']}")
+    plan = QueryPlan(
+        table=tables.index(match["table"]),
+        select=0 if inner == "*" else slot(inner),
+        agg=agg,
+        join=match["other"] is not None,
+        where=slot(match["where"]) if match["where"] else 0,
+        op=Op([o.sql for o in Op].index(match["op"])) if match["op"] else Op.EQ,
+        value=value,
+        group_by=group_by,
+        order=Order[match["order"]] if match["order"] else Order.NONE,
+        order_by=order_by,
+        limit=int(match["limit"] or 0),
+    )
+    if plan.limit not in LIMITS:
+        raise PlanError(f"LIMIT {plan.limit} is not one of {LIMITS}: {sql}")
+    if render_sql(plan, schema) != sql:
+        raise PlanError(f"not in the grammar's form: {sql} (renders as {render_sql(plan, schema)})")
+    return plan

@@ -178,15 +178,22 @@ def connect_read_only(
 
     The caller adds a time limit (:class:`SQLRunner` installs its progress handler).
     """
-    path = Path(db_path)
-    if not path.exists():
-        raise FileNotFoundError(path)
-    con = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, check_same_thread=False)
-    con.execute("PRAGMA query_only = ON")
+    con = open_read_only(db_path)
     con.setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, 0)
     con.setlimit(sqlite3.SQLITE_LIMIT_SQL_LENGTH, max_sql_chars)
     con.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, max_value_bytes)
     con.set_authorizer(_authorize)
+    return con
+
+
+def open_read_only(db_path: Path | str) -> sqlite3.Connection:
+    """Guard 1 alone: an existing file opened with ``mode=ro`` and ``PRAGMA query_only``. SQLite
+    refuses every write; nothing else is restricted (:mod:`.introspect` reads the schema with it)."""
+    path = Path(db_path)
+    if not path.is_file():
+        raise FileNotFoundError(path)
+    con = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, check_same_thread=False)
+    con.execute("PRAGMA query_only = ON")
     return con
 
 

