@@ -277,6 +277,8 @@ def serve_command(
                 typer.echo(
                     f"  POST {url}/ask  (a question about {', '.join(sorted(databases))} -> SQL, rows)"
                 )
+            if served.family == "orchestration":
+                typer.echo(f"  POST {url}/plan  (your tables as CSV + a target example -> spec, pipeline.py)")
             typer.echo("Ctrl-C stops it")
             while not stop.wait(0.5):
                 pass
