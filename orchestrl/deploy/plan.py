@@ -18,9 +18,9 @@ output.
 - **Fallback.** When the team's spec is invalid, fails, or does not hold the examples, the
   public-inputs solver (:func:`~orchestrl.envs.orchestration.byexample.solve`, the search the
   team's warm start cloned) searches the same candidates in the sandbox; the result says which of
-  the two wrote the spec. When neither holds the examples, the best attempt is returned with
-  ``ok`` false.
-- **Limits** (:data:`LIMITS`): the tables, target columns and example rows the team's observation
+  the two wrote the spec. When neither matches, the solver's attempt (none when it found no plan)
+  comes back with ``ok`` false and the team's check beside it.
+- **Limits** (:func:`limits_for`): the tables, target columns and example rows the team's observation
   has room for at its level, and the table size :data:`MAX_ROWS`/:data:`MAX_COLUMNS` this command
   accepts so that one sandbox job stays within its CPU budget. Input beyond them is refused with
   one line naming the limit; nothing is written.
