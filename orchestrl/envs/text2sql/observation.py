@@ -232,4 +232,3 @@ def encode_observation(words: Sequence[str], schema: Schema, values: ValueIndex)
         )
     put("global_features", 0, [float(fk is not None), len(words) / Q_WORDS])
     return obs
-
