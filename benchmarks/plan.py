@@ -47,10 +47,7 @@ def main() -> None:
     parser.add_argument("--tasks", type=int, default=30)
     args = parser.parse_args()
     team = find_team(args.checkpoint)
-    cfg = team.config
-    planner = Planner(
-        team.policy(team.rllib_config("train")), cfg.env.name, cfg.env.kwargs, cfg.env.agent_id_in_obs
-    )
+    planner = Planner.from_team(team)
     raw = planner.raw
     counts = dict.fromkeys(("holds_examples", "by_team", "team_success", "success", "env_team_success"), 0.0)
     planning = 0.0

@@ -62,6 +62,20 @@ def port_free(host: str, port: int) -> bool:
     return True
 
 
+def named_files(values: list[str], flag: str, example: str) -> list[tuple[str, str, str]]:
+    """``["a=x.csv", ...]`` -> ``[(value, name, file), ...]``; a malformed or repeated name is one
+    line naming ``flag`` and exit 2."""
+    out: list[tuple[str, str, str]] = []
+    for value in values:
+        name, sep, file = (part.strip() for part in value.partition("="))
+        if not sep or not name or not file:
+            fail(f"{flag} {value}: expected {example}")
+        if any(name == seen for _, seen, _ in out):
+            fail(f"{flag} {value}: the name {name!r} is given twice")
+        out.append((value, name, file))
+    return out
+
+
 def parse_databases(values: list[str], family: str) -> dict[str, str]:
     """``["shop=shop.sqlite"]`` -> ``{"shop": "/abs/shop.sqlite"}``, each file opened (read-only) and
     checked against the Text2SQL action space's limits now, before Ray starts."""
@@ -73,12 +87,7 @@ def parse_databases(values: list[str], family: str) -> dict[str, str]:
     from orchestrl.envs.text2sql.observation import LimitError
 
     out: dict[str, str] = {}
-    for value in values:
-        name, sep, file = value.partition("=")
-        if not sep or not name or not file:
-            fail(f"--database {value}: expected NAME=FILE.sqlite")
-        if name in out:
-            fail(f"--database {value}: the name {name!r} is given twice")
+    for value, name, file in named_files(values, "--database", "NAME=FILE.sqlite"):
         path = Path(file).expanduser().resolve()
         try:
             Database.open(path)
@@ -170,14 +179,9 @@ def plan_command(
     from orchestrl.training.runtime import quiet_environment, silence_noise
 
     sources = {}
-    for item in source:
-        name, sep, path = item.partition("=")
-        if not sep or not name.strip() or not path.strip():
-            fail(f"--source {item}: expected NAME=FILE.csv")
-        if name in sources:
-            fail(f"--source {item}: table '{name}' given twice")
+    for _, name, path in named_files(source, "--source", "NAME=FILE.csv"):
         try:
-            sources[name.strip()] = read_csv(name.strip(), path.strip(), is_path=True)
+            sources[name] = read_csv(name, path, is_path=True)
         except PlanInputError as err:
             fail(f"--source {err}")
     try:
@@ -188,10 +192,7 @@ def plan_command(
     silence_noise(verbose=False)
     try:
         team = find_team(checkpoint, run_dir=run_dir, tracking_uri=tracking_uri)
-        cfg = team.config
-        planner = Planner(
-            team.policy(team.rllib_config("train")), cfg.env.name, cfg.env.kwargs, cfg.env.agent_id_in_obs
-        )
+        planner = Planner.from_team(team)
     except (TeamError, ConfigError) as err:
         fail(str(err))
     except PlanInputError as err:

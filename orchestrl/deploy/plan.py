@@ -36,12 +36,15 @@ import json
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
 from orchestrl.deploy.serve import RequestError, ServedTeam
 from orchestrl.experiment.policy import TrainedPolicy
+
+if TYPE_CHECKING:
+    from orchestrl.deploy.team import TrainedTeam
 
 MAX_ROWS = 200_000
 """Rows per table: a level-4 pipeline (8 nodes) normalises ~1 µs per row and node at the large
@@ -206,6 +209,12 @@ class Planner:
         self.raw = self.env.raw_env
         self.level = int(self.raw.level)
         self.limits = limits_for(self.level)
+
+    @classmethod
+    def from_team(cls, team: TrainedTeam) -> Planner:
+        """The planner of a team found by :func:`orchestrl.deploy.team.find_team`."""
+        env = team.config.env
+        return cls(team.policy(team.rllib_config("train")), env.name, env.kwargs, env.agent_id_in_obs)
 
     @classmethod
     def from_served(cls, team: ServedTeam) -> Planner:

@@ -92,8 +92,7 @@ def test_the_readme_example_plans(plan_teams: dict[str, Path], tmp_path: Path) -
 
 def test_when_the_team_fails_the_solver_steps_in_and_says_so(plan_teams: dict[str, Path]) -> None:
     team = find_team(str(plan_teams["untrained"]))
-    cfg = team.config
-    planner = Planner(team.policy(team.rllib_config("train")), cfg.env.name, cfg.env.kwargs, False)
+    planner = Planner.from_team(team)
     task = generate_task(1, "heldout", TEAM_SOLVES)
     try:
         alone = planner.plan(dict(task.sources), task.public.examples, fallback=False)
