@@ -52,6 +52,11 @@ Run:
     .venv/bin/python benchmarks/credit.py             # the full benchmark (levels 2, 3 and 4)
     .venv/bin/python benchmarks/credit.py --envs orchestration_l3 --algos ippo coma coma_cv \
         --seeds 10 --out runs/bench/credit_l3_coma    # the COMAs against ippo at level 3, 10 seeds
+    .venv/bin/python benchmarks/credit.py --envs orchestration_l4 --algos lemon --seeds 3 --first-seed 2 \
+        2> l4_lemon_2_4.err                           # seeds 2-4 only; each run's line is on stderr
+    .venv/bin/python benchmarks/credit.py --summarise l3.err l4_lemon_0_1.err l4_lemon_2_4.err
+                                                      # one report from the runs of several invocations
+                                                      # (or of one cut short), no training
 
 Expected: the full run has not been measured on v2 of the orchestration env (it did not fit the
 shared 2-core machine of the session that built v2). ``--quick`` on v2 took 7.1 min at load
@@ -321,7 +326,8 @@ def summarise(bench: Bench, runs: dict[str, list[dict[str, Any]]]) -> dict[str, 
         if success
         else "team return of the sampled policy (sum over 3 agents, 25-step episodes)",
         "budget_env_steps": bench.budget,
-        "seeds": len(next(iter(runs.values()))),
+        "seeds": max(len(r) for r in runs.values()),
+        "seeds_per_algorithm": {algo: len(r) for algo, r in runs.items()},
         "steps_to_0_8": {},
         "steps_to_0_8_per_seed": {},
         "steps_to_0_8_seed_iqm": {},
@@ -458,7 +464,19 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     )
     parser.add_argument("--out", type=Path, default=Path("runs/bench/credit"))
     parser.add_argument("--jobs", type=int, default=2, help="runs trained at once (one process each)")
+    parser.add_argument(
+        "--first-seed", type=int, default=0, help="seeds first-seed .. first-seed + seeds - 1"
+    )
+    parser.add_argument(
+        "--summarise",
+        nargs="+",
+        metavar="LOG",
+        type=Path,
+        help="no training: the figures of the runs these stderr LOGs of earlier runs hold",
+    )
     args = parser.parse_args(argv)
+    if args.summarise:
+        return summarise_logs(args.summarise, args.quick, args.out, argv)
     known = list(benches(args.quick))
     unknown = sorted(set(args.envs or ()) - set(known))
     if unknown:
@@ -485,7 +503,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             continue
         replays = supports_counterfactual(env_class)
         algos = [a for a in args.algos or ALGORITHMS if replays or a not in REPLAYING]
-        jobs += [(name, algo, seed) for algo in algos for seed in range(seeds)]
+        first = args.first_seed
+        jobs += [(name, algo, seed) for algo in algos for seed in range(first, first + seeds)]
     runs: dict[tuple[str, str, int], dict[str, Any]] = {}
     with worker_pool(max(1, args.jobs), args.out) as pool:
         pending = {pool.submit(train_run, chosen[n], a, s): (n, a, s) for n, a, s in jobs}
@@ -497,12 +516,39 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                 curve = {k: [round(v, 3) for v in vs] for k, vs in run["curves"].items()}
                 line = "{} {} seed {}: ".format(*key) + f"{curve} ({run['wall_s']:.0f} s)"
                 print(line, file=sys.stderr, flush=True)
+                print(RUN_LINE, json.dumps([*key, run]), file=sys.stderr, flush=True)
+    meta = {
+        "quick": args.quick,
+        "wall_s": time.perf_counter() - started,
+        "load_avg_1_5_15_before": list(load_before),
+        "load_avg_1_5_15_after": list(os.getloadavg()),
+        "cpus": os.cpu_count(),
+        "jobs": args.jobs,
+        "skipped": skipped,
+    }
+    return write_results(chosen, {key: runs[key] for key in jobs}, meta, args.out, argv)
+
+
+RUN_LINE = "credit-run"
+"""Each finished run's stderr line starts with this, then ``[env, algo, seed, run]`` as JSON:
+what ``--summarise`` reads back."""
+
+
+def write_results(
+    chosen: dict[str, Bench],
+    runs: dict[tuple[str, str, int], dict[str, Any]],
+    meta: dict[str, Any],
+    out: Path,
+    argv: list[str] | None,
+) -> dict[str, Any]:
+    """Summarises ``runs`` ((env, algo, seed) -> run, in the order to report) per env, writes
+    ``credit.json`` and ``credit.png`` under ``out`` and prints the report."""
     details: dict[str, dict[str, Any]] = {}
-    for name in dict.fromkeys(n for n, _, _ in jobs):
+    for name in dict.fromkeys(n for n, _, _ in runs):
         by_algo: dict[str, list[dict[str, Any]]] = {}
-        for n, algo, seed in jobs:
+        for (n, algo, _), run in runs.items():
             if n == name:
-                by_algo.setdefault(algo, []).append(runs[(n, algo, seed)])
+                by_algo.setdefault(algo, []).append(run)
         details[name] = summarise(chosen[name], by_algo)
     printed = report(details)
     results = {
@@ -513,14 +559,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             "command": " ".join(
                 ["python", "benchmarks/credit.py", *(argv if argv is not None else sys.argv[1:])]
             ),
-            "quick": args.quick,
-            "wall_s": time.perf_counter() - started,
-            "load_avg_1_5_15_before": list(load_before),
-            "load_avg_1_5_15_after": list(os.getloadavg()),
-            "cpus": os.cpu_count(),
+            **meta,
             "torch_threads": 1,
-            "jobs": args.jobs,
-            "skipped": skipped,
             "trainer": "InProcessTrainer (one env runner + one learner, no Ray), one process per run",
             "steps_to_0_8": "env steps at which the IQM (over seeds) of held-out success first reaches 0.8",
             "steps_to_0_8_ci95": (
@@ -529,10 +569,44 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             ),
         },
     }
-    (args.out / "credit.json").write_text(json.dumps(results, indent=2))
-    plot(details, args.out / "credit.png")
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "credit.json").write_text(json.dumps(results, indent=2))
+    plot(details, out / "credit.png")
     print(json.dumps(printed, indent=2))
     return results
+
+
+def read_runs(logs: list[Path]) -> dict[tuple[str, str, int], dict[str, Any]]:
+    """(env, algo, seed) -> run from the ``RUN_LINE`` lines of earlier runs' stderr logs, ordered by
+    env, algorithm (``ALGORITHMS`` order) and seed; a later log's run replaces an earlier one's."""
+    runs: dict[tuple[str, str, int], dict[str, Any]] = {}
+    for log in logs:
+        for line in log.read_text().splitlines():
+            if line.startswith(RUN_LINE + " "):
+                env, algo, seed, run = json.loads(line[len(RUN_LINE) + 1 :])
+                runs[(env, algo, int(seed))] = run
+    order = [*ALGORITHMS, *LEMON_VARIANTS]
+    return dict(sorted(runs.items(), key=lambda kv: (kv[0][0], order.index(kv[0][1]), kv[0][2])))
+
+
+def summarise_logs(logs: list[Path], quick: bool, out: Path, argv: list[str] | None) -> dict[str, Any]:
+    """The figures of the runs that earlier invocations (e.g. one level or seed range each, or one
+    cut short) finished, as one report: each algorithm over the seeds its runs cover."""
+    missing = [str(log) for log in logs if not log.is_file()]
+    if missing:
+        raise SystemExit(f"--summarise: no such file: {', '.join(missing)}")
+    runs = read_runs(logs)
+    if not runs:
+        raise SystemExit(f"--summarise: no '{RUN_LINE}' lines in {', '.join(map(str, logs))}")
+    known = benches(quick)
+    unknown = sorted({env for env, _, _ in runs} - set(known))
+    if unknown:
+        raise SystemExit(f"--summarise: runs of unknown envs {unknown} (with --quick? known: {list(known)})")
+    seeds: dict[str, dict[str, list[int]]] = {}
+    for env, algo, seed in runs:
+        seeds.setdefault(env, {}).setdefault(algo, []).append(seed)
+    meta = {"quick": quick, "summarised_from": [str(log) for log in logs], "seeds": seeds}
+    return write_results(known, runs, meta, out, argv)
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
@@ -111,3 +112,53 @@ def test_lemon_uncentred_is_lemon_without_centring_and_opt_in(credit: ModuleType
         "center_delta": False,
     }
     assert "lemon_uncentred" not in credit.ALGORITHMS  # not in the default set
+
+
+def logged_run(finals: list[float], wall_s: float) -> dict:
+    """A run as ``train_run`` returns it: held-out success and return at 0, 1,000 and 2,000 steps."""
+    return {
+        "steps": [0, 1000, 2000],
+        "curves": {"success": finals, "return": [2.0 * f for f in finals]},
+        "env_steps_sampled": 2000,
+        "wall_s": wall_s,
+        **fake_run(wall_s / 2, wall_s / 3),
+        "critic_ev": [0.1, 0.3],
+    }
+
+
+def test_summarise_rebuilds_one_report_from_the_logs_of_several_invocations(
+    credit: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    env = "orchestration_l3"
+    first, second = tmp_path / "seeds_0_1.err", tmp_path / "seed_2.err"
+    ippo = {s: [0.0, 0.5, 0.6 + 0.1 * s] for s in range(3)}
+    lemon = {s: [0.0, 0.8, 0.9] for s in range(3)}
+    lines = ["a warning from a worker"]
+    for seed in (0, 1):
+        lines += [f"{credit.RUN_LINE} {json.dumps([env, 'lemon', seed, logged_run(lemon[seed], 9.0)])}"]
+        lines += [f"{credit.RUN_LINE} {json.dumps([env, 'ippo', seed, logged_run(ippo[seed], 6.0)])}"]
+    first.write_text("\n".join(lines) + "\n")
+    second.write_text(
+        f"{credit.RUN_LINE} {json.dumps([env, 'ippo', 2, logged_run(ippo[2], 6.0)])}\n"
+        f"{credit.RUN_LINE} {json.dumps([env, 'lemon', 2, logged_run(lemon[2], 9.0)])}\n"
+    )
+    out = tmp_path / "out"
+    credit.main(["--summarise", str(first), str(second), "--out", str(out)])
+    printed = json.loads(capsys.readouterr().out)
+    assert list(printed) == list(credit.REPORT_KEYS)
+    assert list(printed["final_iqm"][env]) == ["ippo", "lemon"]  # ALGORITHMS order, not the log's
+    assert printed["final_iqm"][env]["ippo"] == pytest.approx(0.7)  # IQM of 0.6, 0.7, 0.8
+    assert printed["steps_to_0_8"][env] == {"ippo": None, "lemon": 1000}
+    saved = json.loads((out / "credit.json").read_text())
+    assert saved["details"][env]["seeds_per_algorithm"] == {"ippo": 3, "lemon": 3}
+    assert saved["details"][env]["final_per_seed"]["ippo"] == [0.6, 0.7, 0.8]  # seed order
+    assert saved["meta"]["seeds"] == {env: {"ippo": [0, 1, 2], "lemon": [0, 1, 2]}}
+
+
+def test_summarise_without_run_lines_exits_naming_the_log(credit: ModuleType, tmp_path: Path) -> None:
+    log = tmp_path / "empty.err"
+    log.write_text("only warnings\n")
+    with pytest.raises(SystemExit) as exit_info:
+        credit.main(["--summarise", str(log), "--out", str(tmp_path / "out")])
+    assert str(log) in str(exit_info.value.code)
+    assert not (tmp_path / "out").exists()
