@@ -45,6 +45,7 @@ from orchestrl.experiment.policy import TrainedPolicy
 
 if TYPE_CHECKING:
     from orchestrl.deploy.team import TrainedTeam
+    from orchestrl.envs.orchestration.byexample import ExampleCheck
 
 MAX_ROWS = 200_000
 """Rows per table: a level-4 pipeline (8 nodes) normalises ~1 µs per row and node at the large
@@ -126,20 +127,6 @@ def read_csv(field: str, text_or_path: str | Path, *, is_path: bool) -> pd.DataF
 
 
 @dataclass
-class ExampleMatch:
-    """How a spec's output compares with the example rows."""
-
-    ok: bool
-    ran: bool
-    columns_match: bool
-    examples_held: float
-    rows: int
-    errors: list[str] = field(default_factory=list)
-    rows_expected: int | None = None
-    """The ``target_rows`` the user gave (then ``ok`` also needs ``rows`` to equal it)."""
-
-
-@dataclass
 class Plan:
     """A plan for one set of tables: the spec, its pipeline and how it matched the examples."""
 
@@ -147,8 +134,8 @@ class Plan:
     """``team`` or ``solver`` (the fallback)."""
     spec_yaml: str | None
     pipeline: str | None
-    match: ExampleMatch
-    team: ExampleMatch | None
+    match: ExampleCheck
+    team: ExampleCheck | None
     """The team's own attempt (None when its actions did not make a valid spec)."""
     notes: list[str] = field(default_factory=list)
     solver_seconds: float | None = None
@@ -176,18 +163,6 @@ class Plan:
             + (f" for {m.rows_expected} wanted)" if m.rows_expected is not None else ")")
         )
         return "\n".join(lines)
-
-
-def _match(check: Any, target_rows: int | None) -> ExampleMatch:
-    return ExampleMatch(
-        ok=bool(check.ok) and (target_rows is None or int(check.rows) == target_rows),
-        ran=bool(check.ran),
-        columns_match=bool(check.columns_match),
-        examples_held=float(check.examples_held),
-        rows=int(check.rows),
-        errors=list(check.errors),
-        rows_expected=target_rows,
-    )
 
 
 class Planner:
@@ -247,19 +222,19 @@ class Planner:
             if spec is None:
                 notes.append(f"the team's actions make no valid spec ({', '.join(errors) or 'invalid'})")
             else:
-                team_check = _match(byexample.check_examples(task, spec, executor), target_rows)
+                team_check = byexample.check_examples(task, spec, executor, target_rows)
                 if team_check.ok or not fallback:
                     return self._plan("team", spec, team_check, team_check, notes)
                 failed = f" ({', '.join(team_check.errors)})" if team_check.errors else ""
                 notes.append(f"the team's spec does not match{failed}; the solver steps in")
             if not fallback:
-                return Plan("team", None, None, ExampleMatch(False, False, False, 0.0, 0), None, notes)
+                return Plan("team", None, None, byexample.NOTHING_RAN, None, notes)
             solution = byexample.solve(task, executor)
             if solution.spec is None:
                 notes.append("the solver found no plan either")
-                best = team_check or ExampleMatch(False, False, False, 0.0, 0)
+                best = team_check or byexample.NOTHING_RAN
                 return Plan("solver", None, None, best, team_check, notes, solution.seconds)
-            check = _match(byexample.check_examples(task, solution.spec, executor), target_rows)
+            check = byexample.check_examples(task, solution.spec, executor, target_rows)
             plan = self._plan("solver", solution.spec, check, team_check, notes)
             plan.solver_seconds = solution.seconds
             return plan
@@ -277,7 +252,7 @@ class Planner:
         return self.raw.counterfactual_spec(), list(last.get("spec_errors", []))
 
     @staticmethod
-    def _plan(by: str, spec: Any, check: ExampleMatch, team: ExampleMatch | None, notes: list[str]) -> Plan:
+    def _plan(by: str, spec: Any, check: ExampleCheck, team: ExampleCheck | None, notes: list[str]) -> Plan:
         from orchestrl.envs.orchestration.byexample import compile_spec
 
         return Plan(by, spec.to_yaml(), compile_spec(spec).source, check, team, notes)

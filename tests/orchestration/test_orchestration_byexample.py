@@ -47,6 +47,10 @@ def test_a_user_task_is_solved_checked_and_compiled(
     assert solution.consistent and solution.spec is not None
     check = check_examples(task, solution.spec, executor)
     assert check.ok and check.examples_held == 1.0 and check.columns_match
+    # a row count the user gives must hold too
+    assert check_examples(task, solution.spec, executor, target_rows=check.rows).ok
+    off = check_examples(task, solution.spec, executor, target_rows=check.rows + 1)
+    assert not off.ok and off.rows_expected == check.rows + 1 and off.examples_held == 1.0
 
     # the stand-alone pipeline.py reproduces an output holding every example row
     compile_spec(solution.spec).write(tmp_path / "pipeline.py")

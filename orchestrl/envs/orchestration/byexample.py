@@ -40,6 +40,7 @@ from orchestrl.envs.orchestration.spec import OrchestrationSpec, parse_spec
 from orchestrl.envs.orchestration.tasks import HELDOUT_OFFSET, LEVELS, PublicInputs, Task, TaskKey
 
 __all__ = [
+    "NOTHING_RAN",
     "ExampleCheck",
     "Solution",
     "check_examples",
@@ -153,30 +154,42 @@ class ExampleCheck:
     """How a spec's output compares with the example rows."""
 
     ok: bool
-    """The spec ran and its output has the target's columns and holds every example row."""
+    """The spec ran and its output has the target's columns and holds every example row (and,
+    when ``rows_expected`` is given, has that many rows)."""
     ran: bool
     columns_match: bool
     examples_held: float
     """Share of the example rows the output holds."""
     rows: int
-    errors: tuple[str, ...]
+    errors: tuple[str, ...] = ()
+    rows_expected: int | None = None
+    """The wanted table's row count, when the user knows it."""
 
 
-def check_examples(task: Task, spec: OrchestrationSpec | str, executor: Executor) -> ExampleCheck:
-    """Runs ``spec`` on the task's sources in the sandbox and checks it against the examples."""
+NOTHING_RAN = ExampleCheck(ok=False, ran=False, columns_match=False, examples_held=0.0, rows=0)
+"""The check of a spec that never ran (there was none)."""
+
+
+def check_examples(
+    task: Task, spec: OrchestrationSpec | str, executor: Executor, target_rows: int | None = None
+) -> ExampleCheck:
+    """Runs ``spec`` on the task's sources in the sandbox and checks it against the examples (and
+    against ``target_rows``, the wanted row count, when given)."""
     spec = parse_spec(spec)
     execution = executor.execute(task, spec)
     output = execution.output if execution.ok else None
     target = sorted(task.public.target_columns)
     columns = output is not None and sorted(str(c) for c in output.columns) == target
     held = task.public.view.held(output)
+    rows = 0 if output is None else len(output)
     return ExampleCheck(
-        ok=bool(columns and held >= 1.0),
+        ok=bool(columns and held >= 1.0) and (target_rows is None or rows == target_rows),
         ran=execution.ok,
         columns_match=bool(columns),
         examples_held=float(held),
-        rows=0 if output is None else len(output),
+        rows=rows,
         errors=tuple(execution.error_kinds),
+        rows_expected=target_rows,
     )
 
 
