@@ -46,7 +46,10 @@ def silence_noise(verbose: bool) -> None:
 
 def worker_pool(jobs: int, run_dir: Path) -> ProcessPoolExecutor:
     """``jobs`` fresh (spawned) processes for independent in-process runs (a benchmark's seeds):
-    each with one torch thread and the run dir's environment defaults."""
+    each with one torch thread and the run dir's environment defaults, and string hashing fixed
+    (``PYTHONHASHSEED=0`` unless the caller set it; RLlib iterates over sets of agent ids, so
+    without it a seed's run differs from one invocation to the next)."""
+    os.environ.setdefault("PYTHONHASHSEED", "0")  # spawned workers inherit it at start
     context = multiprocessing.get_context("spawn")
     return ProcessPoolExecutor(jobs, mp_context=context, initializer=_init_worker, initargs=(str(run_dir),))
 

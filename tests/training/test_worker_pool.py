@@ -1,0 +1,26 @@
+"""The benchmarks' worker pool: a seed's run must not depend on the invocation (no Ray)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from orchestrl.training.runtime import worker_pool
+
+
+def string_hash() -> int:
+    return hash("agent_0")
+
+
+def test_workers_hash_strings_the_same_way_in_every_invocation(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("PYTHONHASHSEED", raising=False)
+    hashes = []
+    for _ in range(2):  # two pools: two sets of fresh interpreters
+        with worker_pool(1, tmp_path) as pool:
+            hashes.append(pool.submit(string_hash).result(timeout=120))
+    assert hashes[0] == hashes[1]
+    assert os.environ["PYTHONHASHSEED"] == "0"
