@@ -579,13 +579,20 @@ def write_results(
 def read_runs(logs: list[Path]) -> dict[tuple[str, str, int], dict[str, Any]]:
     """(env, algo, seed) -> run from the ``RUN_LINE`` lines of earlier runs' stderr logs, ordered by
     env, algorithm (``ALGORITHMS`` order) and seed; a later log's run replaces an earlier one's."""
+    order = [*ALGORITHMS, *LEMON_VARIANTS]
     runs: dict[tuple[str, str, int], dict[str, Any]] = {}
     for log in logs:
-        for line in log.read_text().splitlines():
-            if line.startswith(RUN_LINE + " "):
+        for number, line in enumerate(log.read_text().splitlines(), start=1):
+            if not line.startswith(RUN_LINE + " "):
+                continue
+            try:
                 env, algo, seed, run = json.loads(line[len(RUN_LINE) + 1 :])
-                runs[(env, algo, int(seed))] = run
-    order = [*ALGORITHMS, *LEMON_VARIANTS]
+            except ValueError:
+                message = f"{log}:{number}: a {RUN_LINE} line that is not [env, algo, seed, run]"
+                raise SystemExit(message) from None
+            if algo not in order:
+                raise SystemExit(f"{log}:{number}: unknown algorithm {algo!r}")
+            runs[(env, algo, int(seed))] = run
     return dict(sorted(runs.items(), key=lambda kv: (kv[0][0], order.index(kv[0][1]), kv[0][2])))
 
 

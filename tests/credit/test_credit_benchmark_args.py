@@ -162,3 +162,21 @@ def test_summarise_without_run_lines_exits_naming_the_log(credit: ModuleType, tm
         credit.main(["--summarise", str(log), "--out", str(tmp_path / "out")])
     assert str(log) in str(exit_info.value.code)
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize(
+    ("line", "culprit"),
+    [
+        ("credit-run [1, 2", "not [env, algo, seed, run]"),
+        ('credit-run ["orchestration_l3", "qmix", 0, {}]', "qmix"),
+    ],
+)
+def test_a_bad_run_line_exits_naming_the_log_and_line(
+    credit: ModuleType, tmp_path: Path, line: str, culprit: str
+) -> None:
+    log = tmp_path / "bad.err"
+    log.write_text(f"a warning\n{line}\n")
+    with pytest.raises(SystemExit) as exit_info:
+        credit.main(["--summarise", str(log), "--out", str(tmp_path / "out")])
+    assert f"{log}:2" in str(exit_info.value.code) and culprit in str(exit_info.value.code)
+    assert not (tmp_path / "out").exists()
