@@ -58,11 +58,14 @@ Run:
                                                       # one report from the runs of several invocations
                                                       # (or of one cut short), no training
 
-Expected: the full run has not been measured on v2 of the orchestration env (it did not fit the
-shared 2-core machine of the session that built v2). ``--quick`` on v2 took 7.1 min at load
-7.5-10.5 and printed every key: final IQMs 0.25-0.40 with CIs as wide as [0.1, 0.7] (a pipeline
-check, not a comparison), LEMON's replays 2.9 extra executions per episode, +26% wall time over
-lemon_gae. The v1 figures were removed with v1.
+Expected (level 3, measured on v2; the README's results section has the table):
+``--envs orchestration_l3 --algos ippo lemon mappo --seeds 5``, stopped after 91 min at load
+2.3-3.1 with mappo at 3 seeds, then ``--summarise`` on its stderr. Final held-out success (IQM,
+95% CI): lemon 0.822 [0.633, 0.911], ippo 0.556 [0.533, 0.589], mappo 0.600 [0.467, 0.700].
+lemon's IQM curve reaches 0.8 at 11,000 env steps; no ippo or mappo run reaches it within 16,000.
+The replays add 4.46 executions per episode. Levels 2 and 4, coma, coma_cv and lemon_gae have not
+been measured at full scale on v2. ``--quick`` took 7.1 min at load 7.5-10.5 and printed every
+key: final IQMs 0.25-0.40 with CIs as wide as [0.1, 0.7] (a pipeline check, not a comparison).
 """
 
 from __future__ import annotations
