@@ -146,8 +146,8 @@ class Plan:
             "ok": self.match.ok,
             "spec": self.spec_yaml,
             "pipeline": self.pipeline,
-            "match": asdict(self.match),
-            "team": asdict(self.team) if self.team is not None else None,
+            "match": check_json(self.match),
+            "team": check_json(self.team) if self.team is not None else None,
             "notes": list(self.notes),
             "solver_seconds": self.solver_seconds,
         }
@@ -163,6 +163,11 @@ class Plan:
             + (f" for {m.rows_expected} wanted)" if m.rows_expected is not None else ")")
         )
         return "\n".join(lines)
+
+
+def check_json(check: ExampleCheck) -> dict[str, Any]:
+    """An example check as JSON-ready data (``errors`` a list, as it comes back over HTTP)."""
+    return {**asdict(check), "errors": list(check.errors)}
 
 
 class Planner:

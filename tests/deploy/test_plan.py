@@ -103,6 +103,8 @@ def test_when_the_team_fails_the_solver_steps_in_and_says_so(plan_teams: dict[st
     assert helped.by == "solver" and helped.match.ok and helped.solver_seconds is not None
     assert any("the solver steps in" in n or "no valid spec" in n for n in helped.notes), helped.notes
     assert (helped.team is None) == (alone.spec_yaml is None)
+    for plan in (alone, helped):  # what /plan answers in process equals what comes over HTTP
+        assert json.loads(json.dumps(plan.as_json())) == plan.as_json()
 
 
 def test_no_fallback_reports_the_team_attempt_and_exits_1(
