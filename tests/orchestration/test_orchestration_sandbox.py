@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import pickle
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -18,6 +20,7 @@ from orchestrl.envs.orchestration.sandbox.pool import (
     SandboxLimits,
     SandboxPool,
     close_shared_pool,
+    remove_stale_dirs,
     shared_pool,
 )
 
@@ -176,6 +179,33 @@ def test_closing_a_pool_leaves_no_processes_or_directories(alive: Callable[[int]
     assert not base.exists()
     with pytest.raises(RuntimeError):
         pool.run(program("return None"))
+
+
+def test_a_pool_removes_the_directory_of_a_pool_whose_process_was_killed(tmp_path: Path) -> None:
+    owner = subprocess.Popen(
+        [sys.executable, "-c", KILLED_OWNER],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "TMPDIR": str(tmp_path)},
+    )
+    try:
+        base = Path(owner.stdout.readline().strip())
+    finally:
+        owner.kill()  # SIGKILL: no close(), no finaliser
+        owner.wait()
+    assert base.is_dir() and base.parent == tmp_path
+    live = tmp_path / f"orchestrl-sbx-{os.getpid()}-x"  # this process's: kept
+    live.mkdir()
+    assert remove_stale_dirs(tmp_path) == [base]
+    assert not base.exists() and live.exists()
+
+
+KILLED_OWNER = """
+from orchestrl.envs.orchestration.sandbox.pool import SandboxPool
+pool = SandboxPool(workers=1)
+print(pool._base, flush=True)
+import time; time.sleep(60)
+"""
 
 
 def test_many_envs_share_one_process_wide_pool() -> None:

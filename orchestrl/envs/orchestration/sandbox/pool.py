@@ -50,6 +50,9 @@ from orchestrl.envs.orchestration.sandbox import procs
 from orchestrl.envs.orchestration.sandbox.confine import CPU_KILL_SIGNALS, Capabilities, SandboxUnavailable
 from orchestrl.envs.orchestration.sandbox.framing import ProtocolError, load_reply, recv_frame, send_frame
 
+DIR_PREFIX = "orchestrl-sbx-"
+"""A pool's workers' directories live in ``<tmp>/orchestrl-sbx-<owner pid>-<random>/``."""
+
 Isolation = Literal["auto", "strict", "process"]
 ISOLATIONS: tuple[str, ...] = ("auto", "strict", "process")
 
@@ -187,6 +190,19 @@ class _Handle:
         self.pidfd = self.supervisor_fd = None
 
 
+def remove_stale_dirs(tmp: Path | None = None) -> list[Path]:
+    """Removes the directories of pools whose owner process is gone (killed before it could
+    close them: ``SIGKILL`` runs no finaliser) and returns them. A directory whose owner pid is
+    alive, or whose name carries no pid, is kept."""
+    removed = []
+    for path in Path(tmp or tempfile.gettempdir()).glob(f"{DIR_PREFIX}*-*"):
+        owner = path.name[len(DIR_PREFIX) :].split("-", 1)[0]
+        if owner.isdigit() and not Path(f"/proc/{owner}").exists():
+            shutil.rmtree(path, ignore_errors=True)
+            removed.append(path)
+    return removed
+
+
 class SandboxPool:
     """Pre-started confined workers (see module docstring). Thread-safe; ``run`` blocks."""
 
@@ -213,7 +229,8 @@ class SandboxPool:
         self._namespaces: set[int] = set()
         self._known: dict[int, int | None] = {}
         check_isolation(self.limits.isolation)
-        self._base = Path(tempfile.mkdtemp(prefix="orchestrl-sbx-"))
+        remove_stale_dirs()
+        self._base = Path(tempfile.mkdtemp(prefix=f"{DIR_PREFIX}{os.getpid()}-"))
         self._cleanup = weakref.finalize(self, shutil.rmtree, str(self._base), True)  # if never closed
         self._zygote: subprocess.Popen | None = None
         self._start_zygote()
