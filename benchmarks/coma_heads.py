@@ -1,34 +1,55 @@
 """COMA's Q heads on the orchestration action: how well each one predicts the team return of the
-taken joint action on episodes it was not fitted on.
+taken joint action on episodes it was not fitted on, and how well the advantage built from it
+agrees with the exact counterfactual advantage, re-executed.
 
-The probe behind ``q_head`` (``orchestrl/algorithms/coma/module.py``): the factorised head cannot
-represent a duty whose meaning depends on the role; ``paired`` and ``joint`` can. Does that explain
-COMA's low critic explained variance on the orchestration env? Per seed it plays ``--steps`` env
-steps with the credit benchmark's warm-started actor (the expert cloned on 100 training tasks for
-6 epochs, sampling), builds COMA's critic input (global state + the other agents' one-hot actions)
-with the learner's own connector pipeline, and fits a fresh critic per head (the module's MLP,
-256-256, Adam at COMA's critic lr 1e-3, minibatches of 250) by regression on the Monte-Carlo team
-return-to-go (gamma 0.99: what TD(lambda) targets average to) of the first half of the episodes.
-Reported per head: explained variance on the fitted rows and on the other half's rows (other
-episodes, mostly of other tasks of the 1,000-task pool), after each ``--report-every`` steps, IQM
-over seeds.
+The probe behind ``q_head`` (``orchestrl/algorithms/coma/module.py``) and behind COMA's failure at
+level 3. Per seed it plays ``--steps`` env steps with the credit benchmark's warm-started actor
+(the expert cloned on 100 training tasks for 6 epochs, sampling), builds COMA's critic input
+(global state + the other agents' one-hot actions) with the learner's own connector pipeline, and
+fits a fresh critic per head (the module's MLP, 256-256, Adam at COMA's critic lr 1e-3,
+minibatches of 250) by regression on the Monte-Carlo team return-to-go (gamma 0.99: what
+TD(lambda) targets average to) of the first half of the episodes. Reported per head: explained
+variance on the fitted rows and on the other half's rows (other episodes, mostly of other tasks of
+the 1,000-task pool), after each ``--report-every`` steps, IQM over seeds.
+
+With ``--replay-episodes N``, on N episodes of the other half it plays each episode again in a
+fresh env (same task, same actions, same score) and, for each agent's final-round action u_i,
+re-executes the spec with u_i replaced by ``--samples`` draws u'_i ~ pi_i (LEMON's alternative
+edit): ``R(spec) - mean R(edited)`` estimates Eq. (4)'s A_i with the true Q. Reported: the Pearson
+correlation of that exact advantage with each advantage an actor could be given (``coma/<head>``:
+Eq. 4 with the fitted critic; ``coma_cv/<head>``: the sampled return minus c_i times the critic's
+baseline; ``team_score``: the episode's final score, centred), the exact estimate's split-half
+correlation (the ceiling its sampling noise leaves), and the share of final rows whose team
+reward is 0.
 
 Run:
     .venv/bin/python benchmarks/coma_heads.py                      # level 3, 3 seeds, ~7 min
+    .venv/bin/python benchmarks/coma_heads.py --replay-episodes 60  # + exact advantages, ~20 min
     .venv/bin/python benchmarks/coma_heads.py --level 4 --seeds 5
 
-Expected (measured 2026-12-01 on the 2-core machine, load 4-6: 6 min 40 s wall, 3 min 55 s
-user CPU; 7,500 fitted and 7,500 held-out agent rows per seed): explained variance IQM over the 3
-seeds after 100 / 200 / 300 / 400 fitting steps,
+Expected (``PYTHONHASHSEED=0 .venv/bin/python benchmarks/coma_heads.py --replay-episodes 60``,
+measured 2026-12-02 on the 2-core machine next to two benchmark runs, load about 3: 20.5 min wall;
+7,500 fitted and 7,500 held-out agent rows per seed, 245-285 final rows replayed 8 times per
+seed): explained variance IQM over the 3 seeds after 100 / 200 / 300 / 400 fitting steps,
 
-- factorised: fitted 0.38 / 0.59 / 0.68 / 0.76, held out 0.14 / 0.20 / 0.18 / 0.15;
-- paired:     fitted 0.34 / 0.56 / 0.66 / 0.72, held out -0.04 / 0.06 / 0.05 / 0.04;
-- joint:      fitted 0.65 / 0.83 / 0.88 / 0.91, held out 0.10 / 0.12 / 0.15 / 0.15.
+- factorised: fitted 0.22 / 0.37 / 0.49 / 0.56, held out 0.18 / 0.23 / 0.22 / 0.19;
+- paired:     fitted 0.13 / 0.33 / 0.42 / 0.53, held out 0.08 / 0.20 / 0.17 / 0.16;
+- joint:      fitted 0.57 / 0.76 / 0.86 / 0.90, held out 0.17 / 0.08 / 0.08 / 0.07.
 
-The richer heads fit the fitted episodes as well or better and predict the others no better. In RL
-(coma, level 3, 3,000 env steps from the warm start, seeds 0 and 1, measured with the credit
-benchmark's ``train_run``), the critic's mean ``vf_explained_var`` was 0.13 / 0.23 with the
-factorised head and -0.37 / -0.22 with the paired one.
+The richer heads fit the fitted episodes as well or better and predict the others no better.
+Correlation with the exact advantage (IQM over seeds; the exact estimate's split-half correlation
+is 0.83, and 62% of the exact advantages are non-zero):
+
+- coma (Eq. 4): factorised 0.15, paired 0.14, joint 0.16;
+- coma_cv (sampled return - c_i b_i): factorised 0.53, paired 0.54, joint 0.49;
+- team score: 0.62.
+
+Why Eq. 4 fails here, as far as the probe shows: the final round's team reward is the improvement
+over the first round's score, and it is 0 on every replayed row (the warm-started team writes the
+same spec twice). The critic's Q(s, u) of a final action is fitted to that 0, so Eq. 4's advantage
+is the critic's error on the taken action minus its baseline, and agrees 0.15 with the exact one.
+With the sampled return (0) in place of Q(s, u), coma_cv's advantage is minus the scaled baseline,
+which agrees 0.53. The team's final score, the same for every agent of an episode, agrees 0.62.
 """
 
 from __future__ import annotations
@@ -58,17 +79,34 @@ def returns_to_go(batch: dict[str, Any], gamma: float) -> np.ndarray:
     return out[real]
 
 
-def critic_rows(trainer: Any, episodes: list) -> tuple[Any, Any, Any]:
-    """(critic input, actions, return-to-go) of the real rows, through the learner's pipeline."""
+def critic_rows(trainer: Any, episodes: list, final_only: bool = False) -> dict[str, Any]:
+    """The real rows of ``episodes`` (or only each agent's final-round row: the actions an exact
+    replay can edit) through the learner's pipeline: critic input ``x`` (global state + the
+    others' one-hot actions), ``actions``, ``probs`` (pi_i per component), ``agent`` index and the
+    team ``return`` to go."""
     import torch
+    from ray.rllib.core.columns import Columns
 
     from orchestrl.algorithms.actor_critic import GLOBAL_STATE
-    from orchestrl.algorithms.joint_columns import OTHERS_ACTIONS
+    from orchestrl.algorithms.coma.advantage import policy_probs
+    from orchestrl.algorithms.joint_columns import AGENT_INDEX, OTHERS_ACTIONS
 
     batch = trainer.learner_batch(episodes)["shared"]
     real = batch["loss_mask"].bool()
-    x = torch.cat([batch[GLOBAL_STATE].float(), batch[OTHERS_ACTIONS].float()], dim=1)[real]
-    return x, batch["actions"][real], torch.as_tensor(returns_to_go(batch, 0.99))
+    keep = (
+        (real & batch[Columns.TERMINATEDS].bool())[real]
+        if final_only
+        else torch.ones(int(real.sum()), dtype=torch.bool)
+    )
+    lens = [int(n) for n in trainer.learner.module["shared"].action_space.nvec]
+    x = torch.cat([batch[GLOBAL_STATE].float(), batch[OTHERS_ACTIONS].float()], dim=1)
+    return {
+        "x": x[real][keep],
+        "actions": batch[Columns.ACTIONS][real][keep],
+        "probs": policy_probs(batch[Columns.ACTION_DIST_INPUTS][real][keep].float(), lens),
+        "agent": batch[AGENT_INDEX][real][keep].long(),
+        "return": torch.as_tensor(returns_to_go(batch, 0.99))[keep],
+    }
 
 
 def explained_variance(y: Any, prediction: Any) -> float:
@@ -77,14 +115,16 @@ def explained_variance(y: Any, prediction: Any) -> float:
 
 def fit_heads(
     train: tuple, heldout: tuple, logit_lens: list[int], steps: int, every: int, seed: int
-) -> dict[str, list[list[float]]]:
-    """head -> [[step, fitted-rows EV, held-out EV], ...]."""
+) -> tuple[dict[str, list[list[float]]], dict[str, Any]]:
+    """(head -> [[step, fitted-rows EV, held-out EV], ...], head -> its fitted critic)."""
     import torch
 
     from orchestrl.algorithms.coma.module import QHead, q_critic
 
-    (x, actions, y), (x_out, actions_out, y_out) = train, heldout
+    x, actions, y = train["x"], train["actions"], train["return"]
+    x_out, actions_out, y_out = heldout["x"], heldout["actions"], heldout["return"]
     out: dict[str, list[list[float]]] = {}
+    nets: dict[str, Any] = {}
     for kind in HEADS:
         torch.manual_seed(seed)
         rng = np.random.default_rng(seed)
@@ -103,10 +143,130 @@ def fit_heads(
                     fitted = explained_variance(y, head.taken(net(x), actions))
                     held = explained_variance(y_out, head.taken(net(x_out), actions_out))
                 out[kind].append([step, fitted, held])
+        nets[kind] = net
+    return out, nets
+
+
+def exact_advantages(
+    env: Any, episode: Any, rows: dict[str, Any], lens: list[int], samples: int, rng: np.random.Generator
+) -> np.ndarray | None:
+    """Per final row, ``R(spec) - R(spec with agent i's action replaced by u'_i)`` for ``samples``
+    draws ``u'_i ~ pi_i``, re-executed for real (``env.replay``, LEMON's alternative edit):
+    ``[rows, samples]``, whose row mean estimates Eq. (4)'s A_i with the true Q. None when the
+    episode's final spec was invalid (nothing to edit). The episode is played again in ``env`` from
+    its task seed and its actions; its score must come out the same."""
+    from orchestrl.envs.counterfactual import Edit, EditFamily
+    from orchestrl.envs.orchestration.actions import agent_id
+
+    agents = list(episode.agent_episodes)
+    record = episode_record(episode)
+    env.reset(options={"task_seed": record["seed"]})
+    for t in range(len(episode)):
+        env.step({a: episode.agent_episodes[a].get_actions(t) for a in agents})
+    spec = env.counterfactual_spec()
+    if spec is None:
+        return None
+    out = np.zeros((len(rows["agent"]), samples))
+    parts = np.split(rows["probs"].numpy().astype(np.float64), np.cumsum(lens)[:-1], axis=1)
+    for r, slot in enumerate(rows["agent"].tolist()):
+        for k in range(samples):
+            action = np.array([rng.choice(len(p[r]), p=p[r] / p[r].sum()) for p in parts])
+            result = env.replay(spec, agent_id(slot), Edit(EditFamily.ALTERNATIVE, action=action))
+            if abs(result.base_reward - record["score"]) > 1e-6:
+                raise RuntimeError(
+                    f"replaying task {record['seed']} scored {result.base_reward}, not {record['score']}"
+                )
+            out[r, k] = result.delta
     return out
 
 
-def probe(level: int, env_steps: int, fit_steps: int, every: int, seed: int) -> dict[str, Any]:
+def episode_record(episode: Any) -> dict[str, Any]:
+    """The env's record of a finished episode (task seed, final actions, final score)."""
+    return next(i["episode"] for i in episode.get_infos(-1).values() if "episode" in i)
+
+
+def correlation(a: np.ndarray, b: np.ndarray) -> float:
+    return float(np.corrcoef(a, b)[0, 1]) if a.std() > 0 and b.std() > 0 else 0.0
+
+
+def advantage_agreement(
+    trainer: Any,
+    bench: Any,
+    episodes: list,
+    nets: dict[str, Any],
+    fitted: dict[str, Any],
+    samples: int,
+    seed: int,
+) -> dict[str, Any]:
+    """How well each advantage an actor could be given predicts the exact one, on ``episodes``
+    (never fitted on): Pearson correlation with the row mean of :func:`exact_advantages`, and the
+    exact estimate's own split-half correlation (the ceiling its sampling noise leaves).
+
+    - ``coma/<head>``: Eq. (4) with the fitted critic, ``Q(s, u) - sum_u' pi_i(u') Q(s, (u_-i, u'))``;
+    - ``coma_cv/<head>``: ``coma_cv``'s default, the sampled return minus ``c_i`` times that
+      baseline, ``c_i`` fitted on the critic's fitting rows (:func:`control_variate_scale`);
+    - ``team_score``: the episode's final score R(spec), centred: the same number for every agent
+      of an episode, what a team-reward policy gradient weighs the episode's actions by;
+    - ``team_return``: the final row's return-to-go (the last round's improvement; 0 when the team
+      repeats its spec, see ``final_return_zero_share``), centred.
+    """
+    import torch
+
+    from orchestrl.algorithms.coma.advantage import coma_advantages, control_variate_scale
+    from orchestrl.algorithms.coma.module import QHead
+    from orchestrl.envs.orchestration.env import OrchestrationEnv
+
+    lens = [int(n) for n in trainer.learner.module["shared"].action_space.nvec]
+    env = OrchestrationEnv(**bench.kwargs)
+    rng = np.random.default_rng(seed)
+    rows, exact, scores = [], [], []
+    try:
+        for episode in episodes:
+            r = critic_rows(trainer, [episode], final_only=True)
+            e = exact_advantages(env, episode, r, lens, samples, rng)
+            if e is not None:
+                rows.append(r)
+                exact.append(e)
+                scores += [episode_record(episode)["score"]] * len(e)
+    finally:
+        env.close()
+    cat = {k: torch.cat([r[k] for r in rows]) for k in rows[0]}
+    exact_all = np.concatenate(exact)
+    target = exact_all.mean(axis=1)
+    half = samples // 2
+    out: dict[str, Any] = {
+        "rows": len(target),
+        "episodes_replayed": len(rows),
+        "exact_split_half_corr": correlation(exact_all[:, :half].mean(1), exact_all[:, half:].mean(1)),
+        "exact_nonzero_share": float(np.mean(np.abs(target) > 1e-9)),
+        "final_return_zero_share": float(np.mean(np.abs(cat["return"].numpy()) < 1e-9)),
+        "team_score": correlation(np.asarray(scores) - np.mean(scores), target),
+        "team_return": correlation(cat["return"].numpy() - cat["return"].numpy().mean(), target),
+    }
+    with torch.no_grad():
+        for kind, net in nets.items():
+            head = QHead.of(lens, kind)
+            a, q = coma_advantages(net(cat["x"]), cat["probs"], cat["actions"], head)
+            out[f"coma/{kind}"] = correlation(a.numpy(), target)
+            a_fit, q_fit = coma_advantages(net(fitted["x"]), fitted["probs"], fitted["actions"], head)
+            agents_fit = fitted["agent"].numpy()
+            scale = control_variate_scale(
+                fitted["return"].numpy(), (q_fit - a_fit).numpy(), agents_fit, np.ones(len(agents_fit), bool)
+            )
+            c = np.array([scale.get(int(i), 1.0) for i in cat["agent"].tolist()])
+            out[f"coma_cv/{kind}"] = correlation(cat["return"].numpy() - c * (q - a).numpy(), target)
+    return out
+
+
+def probe(
+    level: int,
+    env_steps: int,
+    fit_steps: int,
+    every: int,
+    seed: int,
+    replay_episodes: int = 0,
+    samples: int = 8,
+) -> dict[str, Any]:
     sys.path.insert(0, str(Path(__file__).resolve().parent))  # the credit benchmark's settings
     import credit
     import torch
@@ -123,12 +283,14 @@ def probe(level: int, env_steps: int, fit_steps: int, every: int, seed: int) -> 
         half = len(episodes) // 2
         train, heldout = critic_rows(trainer, episodes[:half]), critic_rows(trainer, episodes[half:])
         lens = [int(n) for n in trainer.learner.module["shared"].action_space.nvec]
+        curves, nets = fit_heads(train, heldout, lens, fit_steps, every, seed)
+        out = {"rows": [len(train["return"]), len(heldout["return"])], "curves": curves}
+        if replay_episodes:
+            replayed = episodes[half : half + replay_episodes]
+            out["agreement"] = advantage_agreement(trainer, bench, replayed, nets, train, samples, seed)
     finally:
         trainer.stop()
-    return {
-        "rows": [len(train[2]), len(heldout[2])],
-        "curves": fit_heads(train, heldout, lens, fit_steps, every, seed),
-    }
+    return out
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
@@ -138,13 +300,25 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--fit-steps", type=int, default=400, help="Adam steps per head")
     parser.add_argument("--report-every", type=int, default=100)
     parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument(
+        "--replay-episodes",
+        type=int,
+        default=0,
+        help="also compare each advantage with the exact one, replayed on this many unfitted episodes a seed",
+    )
+    parser.add_argument("--samples", type=int, default=8, help="alternatives u'_i ~ pi_i replayed per row")
     args = parser.parse_args(argv)
     if args.steps < 100 or args.fit_steps < args.report_every:
         parser.error("--steps must be >= 100 and --fit-steps >= --report-every")
+    if args.replay_episodes < 0 or args.samples < 2:
+        parser.error("--replay-episodes must be >= 0 and --samples >= 2")
     from orchestrl.tracking.stats import aggregate
 
     per_seed = [
-        probe(args.level, args.steps, args.fit_steps, args.report_every, s) for s in range(args.seeds)
+        probe(
+            args.level, args.steps, args.fit_steps, args.report_every, s, args.replay_episodes, args.samples
+        )
+        for s in range(args.seeds)
     ]
     summary: dict[str, Any] = {}
     for kind in HEADS:
@@ -167,6 +341,15 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "rows_fitted_heldout_per_seed": [r["rows"] for r in per_seed],
         "heads": summary,
     }
+    if args.replay_episodes:
+        agreement = [run["agreement"] for run in per_seed]
+        result["advantage_agreement"] = {
+            key: {
+                "iqm": aggregate([a[key] for a in agreement], seed=0).iqm.value,
+                "per_seed": [a[key] for a in agreement],
+            }
+            for key in agreement[0]
+        }
     print(json.dumps(result, indent=2))
     return result
 

@@ -1,4 +1,5 @@
-"""The COMA-heads probe's return-to-go and its command line (no training: no env, no Ray)."""
+"""The COMA-heads probe: its return-to-go, its exact advantages (episodes replayed for real in the
+orchestration env, in-process, no Ray) and its command line."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from types import ModuleType
 import numpy as np
 import pytest
 import torch
-from credit_helpers import load_benchmark, unload_benchmark
+from credit_helpers import load_benchmark, tiny, trainer, unload_benchmark
 
 from orchestrl.algorithms.joint_columns import TEAM_REWARD
 
@@ -29,6 +30,44 @@ def test_return_to_go_is_the_discounted_team_return_per_real_row(heads: ModuleTy
         "terminateds": torch.tensor([0.0, 1.0, 0.0, 0.0, 0.0]),
     }
     np.testing.assert_allclose(heads.returns_to_go(batch, 0.9), [0.5 + 0.9 * 1.0, 1.0, 2.0], rtol=1e-6)
+
+
+def test_exact_advantages_replay_each_agents_own_final_action(heads: ModuleType) -> None:
+    """The rows come back in the agents' order of the episode: replacing each row's agent by the
+    action that row took changes nothing (delta 0, and the replay scores the episode's own score,
+    which exact_advantages checks); uniformly drawn actions change something, for some agent."""
+    from orchestrl.envs.orchestration.env import OrchestrationEnv
+
+    kwargs = {"level": 2, "rounds": 2, "task_pool": 4}
+    t = trainer(tiny("coma", "orchestration", kwargs=kwargs))
+    env = OrchestrationEnv(**kwargs)
+    try:
+        episodes = [ep for ep in t.runner.sample(num_timesteps=12, explore=True) if ep.is_done][:3]
+        lens = [int(n) for n in t.learner.module["shared"].action_space.nvec]
+        rng, changed = np.random.default_rng(0), []
+        for episode in episodes:
+            rows = heads.critic_rows(t, [episode], final_only=True)
+            assert sorted(rows["agent"].tolist()) == [0, 1, 2]
+            taken = {**rows, "probs": one_hot(rows["actions"], lens)}
+            same = heads.exact_advantages(env, episode, taken, lens, 2, rng)
+            other = heads.exact_advantages(
+                env, episode, {**rows, "probs": torch.ones_like(taken["probs"])}, lens, 2, rng
+            )
+            if same is None:  # an invalid final spec: nothing to edit, for any action
+                assert other is None
+                continue
+            assert same.shape == (3, 2) and not same.any()
+            changed.append(np.abs(other).sum())
+        assert changed and max(changed) > 0
+    finally:
+        env.close()
+        t.stop()
+
+
+def one_hot(actions: torch.Tensor, lens: list[int]) -> torch.Tensor:
+    return torch.cat(
+        [torch.nn.functional.one_hot(actions[:, k].long(), n).float() for k, n in enumerate(lens)], dim=1
+    )
 
 
 @pytest.mark.parametrize("argv", [["--steps", "10"], ["--fit-steps", "50"], ["--level", "1"]])
