@@ -193,7 +193,8 @@ class _Handle:
 def remove_stale_dirs(tmp: Path | None = None) -> list[Path]:
     """Removes the directories of pools whose owner process is gone (killed before it could
     close them: ``SIGKILL`` runs no finaliser) and returns them. A directory whose owner pid is
-    alive, or whose name carries no pid, is kept."""
+    alive, or whose name carries no pid, is kept. Pids are read in this process's PID namespace:
+    processes of other namespaces (containers) need a temp dir of their own (``TMPDIR``)."""
     removed = []
     for path in Path(tmp or tempfile.gettempdir()).glob(f"{DIR_PREFIX}*-*"):
         owner = path.name[len(DIR_PREFIX) :].split("-", 1)[0]
