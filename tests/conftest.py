@@ -24,6 +24,11 @@ os.environ.setdefault("RAY_TMPDIR", _SCRATCH)
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     shutil.rmtree(_SCRATCH, ignore_errors=True)
+    # Sandbox pools of processes the tests killed (Ray's workers are SIGKILLed at shutdown) left
+    # their directories; a later pool would remove them, but no test may leave them behind.
+    from orchestrl.envs.orchestration.sandbox.pool import remove_stale_dirs
+
+    remove_stale_dirs()
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
