@@ -129,9 +129,11 @@ class Bench:
 def benches(quick: bool) -> dict[str, Bench]:
     # Every algorithm starts from the same warm start (the expert cloned on 100 training tasks for 6
     # epochs: LEMON's "supervised on valid specs"), then PPO without an entropy bonus (it would
-    # only undo the cloning). Short on purpose: measured at level 3, seeds 0-2, held-out success
-    # after cloning alone was 0.17 / 0.07 / 0.03 (4 epochs), 0.37 / 0.30 / 0.20 (5) and
-    # 0.87 / 0.77 / 0.80 (8): at 8 the threshold is reached before any RL.
+    # only undo the cloning). Short on purpose: measured on v1 at level 3, seeds 0-2, held-out
+    # success after cloning alone was 0.17 / 0.07 / 0.03 (4 epochs), 0.37 / 0.30 / 0.20 (5) and
+    # 0.87 / 0.77 / 0.80 (8): at 8 the threshold is reached before any RL. On v2 the greedy team
+    # right after the 6-epoch warm start scores 0.00 held-out success on every seed at level 3
+    # (team return about -1): every algorithm starts from a team whose greedy specs solve no task.
     orch_training = {"lr": 5e-4, "num_epochs": 8, "minibatch_size": 250, "entropy_coeff": 0.0}
     # Both COMAs: one critic-only update first. coma keeps Eq. 4 (the critic's own Q, the whole
     # baseline); coma_cv's defaults are what v1's probes adopted for "coma" (the sampled TD(lambda)
