@@ -58,14 +58,17 @@ Run:
                                                       # one report from the runs of several invocations
                                                       # (or of one cut short), no training
 
-Expected (level 3, measured on v2; the README's results section has the table):
-``--envs orchestration_l3 --algos ippo lemon mappo --seeds 5``, stopped after 91 min at load
-2.3-3.1 with mappo at 3 seeds, then ``--summarise`` on its stderr. Final held-out success (IQM,
-95% CI): lemon 0.822 [0.633, 0.911], ippo 0.556 [0.533, 0.589], mappo 0.600 [0.467, 0.700].
-lemon's IQM curve reaches 0.8 at 11,000 env steps; no ippo or mappo run reaches it within 16,000.
-The replays add 4.46 executions per episode. Levels 2 and 4, coma, coma_cv and lemon_gae have not
-been measured at full scale on v2. ``--quick`` took 7.1 min at load 7.5-10.5 and printed every
-key: final IQMs 0.25-0.40 with CIs as wide as [0.1, 0.7] (a pipeline check, not a comparison).
+Expected (level 3, measured on v2; the README's results section has the table): two invocations,
+``--envs orchestration_l3 --algos ippo lemon mappo --seeds 5`` (stopped after 91 min at load
+2.3-3.1 with mappo at 3 seeds) and ``--envs orchestration_l3 --algos coma coma_cv --seeds 5`` (123
+min), then ``--summarise benchmarks/logs/credit_v2_l3.log benchmarks/logs/credit_v2_l3_coma.log``.
+Final held-out success (IQM, 95% CI): lemon 0.822 [0.633, 0.911], coma_cv 0.611 [0.578, 0.656],
+mappo 0.600 [0.467, 0.700], ippo 0.556 [0.533, 0.589], coma 0.000 on every seed (why:
+``benchmarks/coma_heads.py --replay-episodes 60``). lemon's IQM curve reaches 0.8 at 11,000 env
+steps; no other run reaches it within 16,000. The replays add 4.46 executions per episode. Level 4
+and lemon_gae at level 3 have not been measured on v2. ``--quick`` took 7.1 min at load 7.5-10.5
+and printed every key: final IQMs 0.25-0.40 with CIs as wide as [0.1, 0.7] (a pipeline check, not
+a comparison).
 """
 
 from __future__ import annotations
