@@ -44,14 +44,22 @@ def silence_noise(verbose: bool) -> None:
         logging.getLogger(name).setLevel(logging.ERROR)
 
 
-def worker_pool(jobs: int, run_dir: Path) -> ProcessPoolExecutor:
+def worker_pool(jobs: int, run_dir: Path, fresh_per_task: bool = False) -> ProcessPoolExecutor:
     """``jobs`` fresh (spawned) processes for independent in-process runs (a benchmark's seeds):
     each with one torch thread and the run dir's environment defaults, and string hashing fixed
     (``PYTHONHASHSEED=0`` unless the caller set it; RLlib iterates over sets of agent ids, so
-    without it a seed's run differs from one invocation to the next)."""
+    without it a seed's run differs from one invocation to the next). ``fresh_per_task``: a new
+    process for every task, so that no run inherits another's warm caches (generated tasks, node
+    outputs) and runs' times compare."""
     os.environ.setdefault("PYTHONHASHSEED", "0")  # spawned workers inherit it at start
     context = multiprocessing.get_context("spawn")
-    return ProcessPoolExecutor(jobs, mp_context=context, initializer=_init_worker, initargs=(str(run_dir),))
+    return ProcessPoolExecutor(
+        jobs,
+        mp_context=context,
+        initializer=_init_worker,
+        initargs=(str(run_dir),),
+        max_tasks_per_child=1 if fresh_per_task else None,
+    )
 
 
 def _init_worker(run_dir: str) -> None:
