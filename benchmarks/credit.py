@@ -65,8 +65,12 @@ min), then ``--summarise benchmarks/logs/credit_v2_l3.log benchmarks/logs/credit
 Final held-out success (IQM, 95% CI): lemon 0.822 [0.633, 0.911], coma_cv 0.611 [0.578, 0.656],
 mappo 0.600 [0.467, 0.700], ippo 0.556 [0.533, 0.589], coma 0.000 on every seed (why:
 ``benchmarks/coma_heads.py --replay-episodes 60``). lemon's IQM curve reaches 0.8 at 11,000 env
-steps; no other run reaches it within 16,000. The replays add 4.46 executions per episode. Level 4
-and lemon_gae at level 3 have not been measured on v2. ``--quick`` took 7.1 min at load 7.5-10.5
+steps; no other run reaches it within 16,000. The replays add 4.46 executions per episode. Level
+2 (``--summarise benchmarks/logs/credit_v2_l2.log``: lemon and lemon_gae seeds 0-4, ippo 3-4)
+saturates: lemon and lemon_gae 0.956 [0.911, 0.967], ippo 0.917; the replays' own time is 14.7% of
+the rest of lemon's training (the printed whole-run overhead, +135%, is biased: those runs shared
+processes, fixed since). Level 4, lemon_gae at level 3, and the other algorithms at level 2 have
+not been measured on v2. ``--quick`` took 7.1 min at load 7.5-10.5
 and printed every key: final IQMs 0.25-0.40 with CIs as wide as [0.1, 0.7] (a pipeline check, not
 a comparison).
 """
