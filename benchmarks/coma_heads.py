@@ -200,11 +200,12 @@ def advantage_agreement(
 ) -> dict[str, Any]:
     """How well each advantage an actor could be given predicts the exact one, on ``episodes``
     (never fitted on): Pearson correlation with the row mean of :func:`exact_advantages`, and the
-    exact estimate's own split-half correlation (the ceiling its sampling noise leaves).
+    exact estimate's own split-half correlation (how much of it is sampling noise).
 
     - ``coma/<head>``: Eq. (4) with the fitted critic, ``Q(s, u) - sum_u' pi_i(u') Q(s, (u_-i, u'))``;
-    - ``coma_cv/<head>``: ``coma_cv``'s default, the sampled return minus ``c_i`` times that
-      baseline, ``c_i`` fitted on the critic's fitting rows (:func:`control_variate_scale`);
+    - ``coma_cv/<head>``: ``coma_cv``'s default before its per-agent centring, the sampled return
+      minus ``c_i`` times that baseline, ``c_i`` fitted on the critic's fitting rows
+      (:func:`control_variate_scale`);
     - ``team_score``: the episode's final score R(spec), centred: the same number for every agent
       of an episode, what a team-reward policy gradient weighs the episode's actions by;
     - ``team_return``: the final row's return-to-go (the last round's improvement; 0 when the team
