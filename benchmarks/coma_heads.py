@@ -18,9 +18,9 @@ re-executes the spec with u_i replaced by ``--samples`` draws u'_i ~ pi_i (LEMON
 edit): ``R(spec) - mean R(edited)`` estimates Eq. (4)'s A_i with the true Q. Reported: the Pearson
 correlation of that exact advantage with each advantage an actor could be given (``coma/<head>``:
 Eq. 4 with the fitted critic; ``coma_cv/<head>``: the sampled return minus c_i times the critic's
-baseline; ``team_score``: the episode's final score, centred), the exact estimate's split-half
-correlation (the ceiling its sampling noise leaves), and the share of final rows whose team
-reward is 0.
+baseline, before coma_cv's per-agent centring; ``team_score``: the episode's final score,
+centred), the exact estimate's split-half correlation (how much of it is sampling noise), and the
+share of final rows whose team reward is 0.
 
 Run:
     .venv/bin/python benchmarks/coma_heads.py                      # level 3, 3 seeds, ~7 min
@@ -79,6 +79,13 @@ def returns_to_go(batch: dict[str, Any], gamma: float) -> np.ndarray:
     return out[real]
 
 
+def logit_lens(trainer: Any) -> list[int]:
+    """Logits per action component of the shared module (COMA's Q head and pi_i are laid out by it)."""
+    from orchestrl.algorithms.actor_critic import action_logit_lens
+
+    return action_logit_lens(trainer.learner.module["shared"].action_space)
+
+
 def critic_rows(trainer: Any, episodes: list, final_only: bool = False) -> dict[str, Any]:
     """The real rows of ``episodes`` (or only each agent's final-round row: the actions an exact
     replay can edit) through the learner's pipeline: critic input ``x`` (global state + the
@@ -98,7 +105,7 @@ def critic_rows(trainer: Any, episodes: list, final_only: bool = False) -> dict[
         if final_only
         else torch.ones(int(real.sum()), dtype=torch.bool)
     )
-    lens = [int(n) for n in trainer.learner.module["shared"].action_space.nvec]
+    lens = logit_lens(trainer)
     x = torch.cat([batch[GLOBAL_STATE].float(), batch[OTHERS_ACTIONS].float()], dim=1)
     return {
         "x": x[real][keep],
@@ -163,6 +170,10 @@ def exact_advantages(
     env.reset(options={"task_seed": record["seed"]})
     for t in range(len(episode)):
         env.step({a: episode.agent_episodes[a].get_actions(t) for a in agents})
+    if abs(env.last_score.total - record["score"]) > 1e-6:
+        raise RuntimeError(
+            f"replaying task {record['seed']} scored {env.last_score.total}, not {record['score']}"
+        )
     spec = env.counterfactual_spec()
     if spec is None:
         return None
@@ -171,12 +182,7 @@ def exact_advantages(
     for r, slot in enumerate(rows["agent"].tolist()):
         for k in range(samples):
             action = np.array([rng.choice(len(p[r]), p=p[r] / p[r].sum()) for p in parts])
-            result = env.replay(spec, agent_id(slot), Edit(EditFamily.ALTERNATIVE, action=action))
-            if abs(result.base_reward - record["score"]) > 1e-6:
-                raise RuntimeError(
-                    f"replaying task {record['seed']} scored {result.base_reward}, not {record['score']}"
-                )
-            out[r, k] = result.delta
+            out[r, k] = env.replay(spec, agent_id(slot), Edit(EditFamily.ALTERNATIVE, action=action)).delta
     return out
 
 
@@ -217,7 +223,7 @@ def advantage_agreement(
     from orchestrl.algorithms.coma.module import QHead
     from orchestrl.envs.orchestration.env import OrchestrationEnv
 
-    lens = [int(n) for n in trainer.learner.module["shared"].action_space.nvec]
+    lens = logit_lens(trainer)
     env = OrchestrationEnv(**bench.kwargs)
     rng = np.random.default_rng(seed)
     rows, exact, scores = [], [], []
@@ -283,7 +289,7 @@ def probe(
         episodes = [ep for ep in credit.sample(trainer.runner, env_steps) if ep.is_done]
         half = len(episodes) // 2
         train, heldout = critic_rows(trainer, episodes[:half]), critic_rows(trainer, episodes[half:])
-        lens = [int(n) for n in trainer.learner.module["shared"].action_space.nvec]
+        lens = logit_lens(trainer)
         curves, nets = fit_heads(train, heldout, lens, fit_steps, every, seed)
         out = {"rows": [len(train["return"]), len(heldout["return"])], "curves": curves}
         if replay_episodes:
