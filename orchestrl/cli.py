@@ -72,10 +72,6 @@ def train(
     verbose: VerboseOpt = False,
 ) -> None:
     """Train one experiment on Ray and record it as one MLflow run."""
-    from orchestrl.tracking.journal import TrackingUnavailable
-    from orchestrl.training.train import ResumeError
-    from orchestrl.training.train import train as run_training
-
     if config is None and resume is None:
         fail("train needs CONFIG.yaml or --resume RUN_ID")
     overrides = list(set_ or []) + ([f"run_dir={run_dir}"] if run_dir else [])
@@ -83,6 +79,11 @@ def train(
         cfg = load_or_fail(config, overrides)
     else:
         cfg = _placeholder_for_resume(run_dir)
+    # Imported once the config is valid: torch and RLlib take seconds, a config error should not.
+    from orchestrl.tracking.journal import TrackingUnavailable
+    from orchestrl.training.train import ResumeError
+    from orchestrl.training.train import train as run_training
+
     try:
         summary = run_training(
             cfg,

@@ -12,7 +12,8 @@ tasks, so RL (and its credit assignment) still decides the outcome.
 
 The pieces, used by every algorithm:
 
-- :class:`WarmStartSection`: the experiment's ``warm_start:`` section, the only knobs;
+- :class:`~orchestrl.algorithms.context.WarmStartSection`: the experiment's ``warm_start:``
+  section, the only knobs (kept with the other sections, free of torch and RLlib);
 - :func:`collect_demonstrations`: plays the expert and keeps every agent's observations, actions,
   rewards and discounted returns;
 - :func:`clone_actors`: the loss above for actor-critic modules (ippo, mappo, coma, lemon), which
@@ -35,12 +36,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 import tree
-from pydantic import BaseModel, ConfigDict, Field
 from ray.rllib.callbacks.callbacks import RLlibCallback
 from ray.rllib.core.columns import Columns
 from ray.rllib.evaluation.postprocessing import discount_cumsum
 from ray.rllib.utils.spaces import space_utils
 
+from orchestrl.algorithms.context import WarmStartSection
 from orchestrl.algorithms.weight_sync import sync_learner_weights
 
 if TYPE_CHECKING:
@@ -55,17 +56,6 @@ log = logging.getLogger(__name__)
 
 WARM_START_KEY = "warm_start"
 """``learner_config_dict`` key holding an algorithm's warm-start hook."""
-
-
-class WarmStartSection(BaseModel):
-    """The ``warm_start:`` section: behaviour cloning of the env's expert before RL (every algorithm)."""
-
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
-    episodes: int = Field(0, ge=0)
-    """Expert episodes on training tasks to clone (0: no warm start)."""
-    epochs: int = Field(6, ge=1)
-    batch_size: int = Field(64, ge=1)
-    lr: float = Field(1e-3, gt=0)
 
 
 WarmStartHook = Callable[..., Mapping[str, Any]]

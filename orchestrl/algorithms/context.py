@@ -15,7 +15,6 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from orchestrl.algorithms.behaviour_cloning import WarmStartSection
 from orchestrl.envs.info import EnvInfo
 
 
@@ -26,6 +25,17 @@ class ModelSection(BaseModel):
     hidden: list[int] = Field(default_factory=lambda: [64, 64], min_length=1)
     critic_hidden: list[int] | None = None
     activation: Literal["tanh", "relu", "silu"] = "tanh"
+
+
+class WarmStartSection(BaseModel):
+    """The ``warm_start:`` section: behaviour cloning of the env's expert before RL (every algorithm)."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+    episodes: int = Field(0, ge=0)
+    """Expert episodes on training tasks to clone (0: no warm start)."""
+    epochs: int = Field(6, ge=1)
+    batch_size: int = Field(64, ge=1)
+    lr: float = Field(1e-3, gt=0)
 
 
 @dataclass(frozen=True)

@@ -19,8 +19,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from orchestrl.algorithms.behaviour_cloning import WarmStartSection
-from orchestrl.algorithms.context import ModelSection
+from orchestrl.algorithms.context import ModelSection, WarmStartSection
 from orchestrl.errors import ConfigError
 
 __all__ = ["ConfigError", "ExperimentConfig", "ModelSection", "WarmStartSection"]

@@ -119,3 +119,14 @@ def test_cli_exits_2_with_one_line_and_starts_nothing(tmp_path: Path, data: dict
     assert lines[0].startswith(f"error: {path}: {expected}")
     assert "Traceback" not in proc.stderr
     assert not runs.exists()
+
+
+def test_the_cli_starts_without_importing_torch_or_rllib() -> None:
+    """``orchestrl --help``, and a config whose env or shared sections are wrong, answer in about a
+    second: torch and RLlib (about 5 s to import on 2 cores) load only with an algorithm's knobs or
+    once there is something to run."""
+    heavy = "('torch', 'ray.rllib', 'ray.tune')"
+    probe = f"import sys, orchestrl.cli; print([m for m in {heavy} if m in sys.modules])"
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[]"

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from orchestrl.algorithms.behaviour_cloning import WarmStartSection
+from orchestrl.algorithms.context import WarmStartSection
 from orchestrl.algorithms.neuromas.algorithm import NeuromasConfig, TeamWarmStart
 from orchestrl.algorithms.neuromas.growth import NODE_PARAMS, grow, load_module
 from orchestrl.algorithms.neuromas.network import NetConfig, NeuromasNet, TeamSpec

@@ -18,11 +18,11 @@ from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 from ray.rllib.policy.policy import PolicySpec
 
 from orchestrl.algorithms.behaviour_cloning import (
-    WarmStartSection,
     collect_demonstrations,
     require_expert,
     with_warm_start,
 )
+from orchestrl.algorithms.context import WarmStartSection
 from orchestrl.algorithms.modules import AgentToModule
 from orchestrl.algorithms.neuromas.learner import KNOBS_KEY, NeuromasLearner
 from orchestrl.algorithms.neuromas.module import NeuromasModule, build_topology

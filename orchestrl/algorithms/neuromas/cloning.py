@@ -36,7 +36,8 @@ import torch
 import torch.nn.functional as F
 from ray.rllib.core.columns import Columns
 
-from orchestrl.algorithms.behaviour_cloning import Demonstrations, WarmStartSection
+from orchestrl.algorithms.behaviour_cloning import Demonstrations
+from orchestrl.algorithms.context import WarmStartSection
 
 
 def behaviour_cloning(
