@@ -20,6 +20,9 @@ os.environ.setdefault("MLFLOW_LOGGING_LEVEL", "WARNING")
 _SCRATCH = tempfile.mkdtemp(prefix="orl-session-")
 os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", os.path.join(_SCRATCH, "torchinductor"))
 os.environ.setdefault("RAY_TMPDIR", _SCRATCH)
+# No on-disk task store (commands default to one under their run dir): every test generates its
+# tasks, as the determinism tests require; the store's own tests turn one on.
+os.environ.setdefault("ORCHESTRL_TASK_STORE", "")
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
+from orchestrl.envs.orchestration.task_store import ENV_VAR as TASK_STORE_VAR
 from orchestrl.experiment.config import ResourcesSection
 
 
@@ -32,6 +33,9 @@ def quiet_environment(run_dir: Path) -> None:
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     os.environ.setdefault("MLFLOW_LOGGING_LEVEL", "WARNING")
     os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", str(run_dir.resolve() / "cache" / "torchinductor"))
+    # Generated orchestration tasks, shared by every run and process of this run dir (Ray's local
+    # workers inherit it): a run on a pool of 1,000 tasks no longer generates them all again.
+    os.environ.setdefault(TASK_STORE_VAR, str(run_dir.resolve() / "cache" / "tasks"))
 
 
 def silence_noise(verbose: bool) -> None:

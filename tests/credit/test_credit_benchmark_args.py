@@ -180,3 +180,28 @@ def test_a_bad_run_line_exits_naming_the_log_and_line(
         credit.main(["--summarise", str(log), "--out", str(tmp_path / "out")])
     assert f"{log}:2" in str(exit_info.value.code) and culprit in str(exit_info.value.code)
     assert not (tmp_path / "out").exists()
+
+
+def test_the_task_store_is_filled_with_every_training_task_before_the_runs(
+    credit: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+    from dataclasses import replace
+
+    from orchestrl.envs.orchestration import tasks
+    from orchestrl.envs.orchestration.task_store import ENV_VAR, TaskStore
+
+    monkeypatch.setenv(ENV_VAR, str(tmp_path))
+    bench = credit.benches(False)["orchestration_l2"]
+    bench = replace(bench, kwargs={**bench.kwargs, "task_pool": 3})
+    tasks._generate.cache_clear()
+    try:
+        with ThreadPoolExecutor(2) as pool:
+            first = credit.warm_task_store({"orchestration_l2": bench}, pool, jobs=2)
+            again = credit.warm_task_store({"orchestration_l2": bench}, pool, jobs=2)
+    finally:
+        tasks._generate.cache_clear()
+    assert (first["generated"], again["generated"]) == (3, 0)
+    store = TaskStore(tmp_path)
+    assert all(store.load(2, "train", seed).key.seed == seed for seed in range(3))
+    assert not store.path(2, "train", 3).exists()  # the pool only

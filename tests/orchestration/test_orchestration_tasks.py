@@ -9,10 +9,12 @@ import pytest
 from orchestrl.envs.orchestration.plans import Family, family_of, run_spec
 from orchestrl.envs.orchestration.spec import Capacity, Role
 from orchestrl.envs.orchestration.tables import TargetIndex, row_hashes
+from orchestrl.envs.orchestration.task_store import ENV_VAR
 from orchestrl.envs.orchestration.tasks import LEVELS, _generate, generate_task
 
 
-def test_same_seed_gives_the_same_task() -> None:
+def test_same_seed_gives_the_same_task(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(ENV_VAR, "")  # generated twice, not read back from a task store
     a = generate_task(2, "train", 11)
     _generate.cache_clear()
     b = generate_task(2, "train", 11)

@@ -66,6 +66,7 @@ from orchestrl.envs.orchestration.spec import (
     TaskRef,
 )
 from orchestrl.envs.orchestration.tables import TargetIndex, same_table
+from orchestrl.envs.orchestration.task_store import active_store
 
 HELDOUT_OFFSET = 1_000_000_000
 MAX_ATTEMPTS = 400
@@ -198,7 +199,8 @@ caches elsewhere (the env's scorers, the solver's plans) use the same size."""
 
 
 def generate_task(level: int, split: str, seed: int) -> Task:
-    """The task for ``(level, split, seed)``; deterministic, cached per process."""
+    """The task for ``(level, split, seed)``; deterministic, cached per process and in the
+    on-disk task store if one is set (:mod:`.task_store`)."""
     if split not in ("train", "heldout"):
         raise ValueError(f"split must be 'train' or 'heldout', not {split!r}")
     if level not in LEVELS:
@@ -208,6 +210,16 @@ def generate_task(level: int, split: str, seed: int) -> Task:
 
 @functools.lru_cache(maxsize=TASK_CACHE)
 def _generate(level: int, split: str, seed: int) -> Task:
+    store = active_store()
+    task = store.load(level, split, seed) if store is not None else None
+    if task is None:
+        task = _build(level, split, seed)
+        if store is not None:
+            store.save(task)
+    return task
+
+
+def _build(level: int, split: str, seed: int) -> Task:
     config = LEVELS[level]
     base = seed + (HELDOUT_OFFSET if split == "heldout" else 0)
     for attempt in range(MAX_ATTEMPTS):

@@ -1,0 +1,92 @@
+"""Generated tasks kept on disk, so that runs on the same task pool generate each task once.
+
+Generating one level-3 or level-4 task (sources built, then checked against every candidate) took
+0.5-0.8 s on a loaded 2-core machine, and a run training on a pool of 1,000 tasks generated all of
+them again: about a third of a level-3 credit benchmark run. A run's process keeps its tasks in
+memory (``tasks.TASK_CACHE``); this store keeps them across processes and runs.
+
+``ORCHESTRL_TASK_STORE`` names the store's directory; unset or empty, nothing is stored. Commands
+set it to ``<run_dir>/cache/tasks`` unless it is set (``training.runtime.quiet_environment``).
+Tasks are pickled under a digest of the generator's source and the library versions it depends on,
+so a changed generator starts an empty store instead of serving stale tasks. The store is only an
+optimisation: a file that cannot be read is generated again, and one that cannot be written is
+skipped. Load only stores you wrote: they are pickles, like RLlib's checkpoints.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import hashlib
+import os
+import pickle
+import sys
+import tempfile
+from importlib.metadata import version
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from orchestrl.envs.orchestration.tasks import Task
+
+ENV_VAR = "ORCHESTRL_TASK_STORE"
+PACKAGE = Path(__file__).resolve().parent
+
+
+@functools.cache
+def generator_digest(package: Path = PACKAGE) -> str:
+    """A digest of every module of the orchestration package (the generator and what it calls)
+    and of the Python, numpy and pandas versions: what a stored task depends on."""
+    digest = hashlib.blake2b(digest_size=8)
+    digest.update(f"{sys.version_info[:2]} numpy {version('numpy')} pandas {version('pandas')}".encode())
+    for path in sorted(package.glob("*.py")):
+        digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
+
+
+class TaskStore:
+    """One directory of pickled tasks, one file per ``(level, split, seed)``."""
+
+    def __init__(self, root: Path | str) -> None:
+        self.root = Path(root) / generator_digest()
+
+    def path(self, level: int, split: str, seed: int) -> Path:
+        return self.root / f"level{level}-{split}-{seed}.pkl"
+
+    def load(self, level: int, split: str, seed: int) -> Task | None:
+        """The stored task, or None (not stored, or unreadable: then the file is removed)."""
+        path = self.path(level, split, seed)
+        try:
+            with path.open("rb") as handle:
+                return pickle.load(handle)
+        except FileNotFoundError:
+            return None
+        except Exception:  # truncated or foreign: generate it again
+            with contextlib.suppress(OSError):
+                path.unlink()
+            return None
+
+    def save(self, task: Task) -> None:
+        """Stores ``task`` atomically (concurrent writers of one task leave one whole file);
+        an unwritable store is skipped."""
+        key = task.key
+        path = self.path(key.level, key.split, key.seed)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, part = tempfile.mkstemp(dir=path.parent, suffix=".part")
+        except OSError:
+            return
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                pickle.dump(task, handle, protocol=pickle.HIGHEST_PROTOCOL)
+            os.replace(part, path)
+        except BaseException as exc:
+            with contextlib.suppress(OSError):
+                os.unlink(part)
+            if not isinstance(exc, OSError):
+                raise
+
+def active_store() -> TaskStore | None:
+    """The store ``ORCHESTRL_TASK_STORE`` names, if any."""
+    root = os.environ.get(ENV_VAR, "")
+    return TaskStore(root) if root else None
