@@ -53,8 +53,8 @@ level (1,000 tasks) is generated into the task store, ``cache/tasks`` under ``--
 ``ORCHESTRL_TASK_STORE=DIR`` to share one store between invocations), so that every run reads the
 same tasks from disk and none pays for generating them: about 2 / 4 / 6 min at levels 2 / 3 / 4 on
 2 cores the first time (``benchmarks/task_store.py``), nothing once stored. Runs measured before
-the store existed (the logs' level-3 runs, and level 2's lemon and lemon_gae) generated their
-tasks themselves: their success figures compare, their times do not.
+the store existed (the logs' level-3 runs, level 2's ippo seeds 0-2 and mappo's first) generated
+their tasks themselves: their success figures compare, their times do not.
 
 Run:
     .venv/bin/python benchmarks/credit.py --quick     # 2 seeds, level 2, 500 env steps
@@ -67,21 +67,21 @@ Run:
                                                       # one report from the runs of several invocations
                                                       # (or of one cut short), no training
 
-Expected (level 3, measured on v2; the README's results section has the table): two invocations,
-``--envs orchestration_l3 --algos ippo lemon mappo --seeds 5`` (stopped after 91 min at load
-2.3-3.1 with mappo at 3 seeds) and ``--envs orchestration_l3 --algos coma coma_cv --seeds 5`` (123
-min), then ``--summarise benchmarks/logs/credit_v2_l3.log benchmarks/logs/credit_v2_l3_coma.log``.
-Final held-out success (IQM, 95% CI): lemon 0.822 [0.633, 0.911], coma_cv 0.611 [0.578, 0.656],
-mappo 0.600 [0.467, 0.700], ippo 0.556 [0.533, 0.589], coma 0.000 on every seed (why:
-``benchmarks/coma_heads.py --replay-episodes 60``). lemon's IQM curve reaches 0.8 at 11,000 env
-steps; no other run reaches it within 16,000. The replays add 4.46 executions per episode. Level
-2 (``--summarise benchmarks/logs/credit_v2_l2.log``: lemon and lemon_gae seeds 0-4, ippo 3-4)
-saturates: lemon and lemon_gae 0.956 [0.911, 0.967], ippo 0.917; the replays' own time is 14.7% of
-the rest of lemon's training (the printed whole-run overhead, +135%, is biased: those runs shared
-processes, fixed since). Level 4, lemon_gae at level 3, and the other algorithms at level 2 have
-not been measured on v2. ``--quick`` took 7.1 min at load 7.5-10.5
-and printed every key: final IQMs 0.25-0.40 with CIs as wide as [0.1, 0.7] (a pipeline check, not
-a comparison).
+Expected (measured on v2; the README's results section has the tables). Level 3: three
+invocations, ``--envs orchestration_l3 --algos ippo lemon mappo --seeds 5`` (stopped after 91 min
+at load 2.3-3.1 with mappo at 3 seeds), ``--algos coma coma_cv --seeds 5`` (123 min) and ``--algos
+mappo --seeds 2 --first-seed 3 --jobs 1`` (59 min), then ``--summarise
+benchmarks/logs/credit_v2_l3.log benchmarks/logs/credit_v2_l3_coma.log
+benchmarks/logs/credit_v2_l3_mappo.log``. Final held-out success (IQM, 95% CI): lemon 0.822 [0.633,
+0.911], coma_cv 0.611 [0.578, 0.656], mappo 0.611 [0.500, 0.678], ippo 0.556 [0.533, 0.589], coma
+0.000 on every seed (why: ``benchmarks/coma_heads.py --replay-episodes 60``). lemon's IQM curve
+reaches 0.8 at 11,000 env steps; no other run reaches it within 16,000. The replays add 4.46
+executions per episode. Level 2 (``--summarise benchmarks/logs/credit_v2_l2.log``, all six
+algorithms, seeds 0-4) saturates: 0.956 for ippo, mappo, lemon and lemon_gae (the same on every
+seed), coma_cv 0.956 [0.889, 0.967], coma 0.722 [0.533, 0.944]; lemon's replays cost +29.1% wall
+time over lemon_gae (+17.9% CPU; 2.98 extra executions per episode). Level 4 has not been measured
+on v2. ``--quick`` took 7.1 min at load 7.5-10.5 and printed every key: final IQMs 0.25-0.40 with
+CIs as wide as [0.1, 0.7] (a pipeline check, not a comparison).
 """
 
 from __future__ import annotations
