@@ -322,7 +322,9 @@ def store_tasks(level: int, seeds: list[int]) -> int:
     from orchestrl.envs.orchestration.tasks import generate_task
 
     store = active_store()
-    missing = [s for s in seeds if store is None or not store.path(level, "train", s).is_file()]
+    if store is None:
+        return 0
+    missing = [s for s in seeds if not store.path(level, "train", s).is_file()]
     for seed in missing:
         generate_task(level, "train", seed)
     return len(missing)

@@ -1,16 +1,18 @@
 """Generated tasks kept on disk, so that runs on the same task pool generate each task once.
 
 Generating one level-3 or level-4 task (sources built, then checked against every candidate) took
-0.5-0.8 s on a loaded 2-core machine, and a run training on a pool of 1,000 tasks generated all of
-them again: about a third of a level-3 credit benchmark run. A run's process keeps its tasks in
-memory (``tasks.TASK_CACHE``); this store keeps them across processes and runs.
+0.4-0.7 s on a loaded 2-core machine (``benchmarks/task_store.py``), and a run training on a pool
+of 1,000 tasks generated all of them again: about a third of a level-3 credit benchmark run. A
+run's process keeps its tasks in memory (``tasks.TASK_CACHE``); this store keeps them across
+processes and runs.
 
 ``ORCHESTRL_TASK_STORE`` names the store's directory; unset or empty, nothing is stored. Commands
 set it to ``<run_dir>/cache/tasks`` unless it is set (``training.runtime.quiet_environment``).
 Tasks are pickled under a digest of the generator's source and the library versions it depends on,
-so a changed generator starts an empty store instead of serving stale tasks. The store is only an
-optimisation: a file that cannot be read is generated again, and one that cannot be written is
-skipped. Load only stores you wrote: they are pickles, like RLlib's checkpoints.
+so a changed generator starts an empty store instead of serving stale tasks (the older digests'
+directories are left for the user to delete). The store is only an optimisation: a file that
+cannot be read is generated again, and one that cannot be written is skipped. Load only stores you
+wrote: they are pickles, like RLlib's checkpoints.
 """
 
 from __future__ import annotations
@@ -85,6 +87,7 @@ class TaskStore:
                 os.unlink(part)
             if not isinstance(exc, OSError):
                 raise
+
 
 def active_store() -> TaskStore | None:
     """The store ``ORCHESTRL_TASK_STORE`` names, if any."""
