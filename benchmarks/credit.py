@@ -334,9 +334,10 @@ def warm_task_store(chosen: dict[str, Bench], pool: Any, jobs: int) -> dict[str,
     """Stores every orchestration bench's training pool before the first run starts, so that every
     run reads the same tasks from disk and none pays for generating them, whichever runs first
     (a level-3 run generating its 1,000 tasks spent about a third of its time on it)."""
-    from orchestrl.envs.orchestration.task_store import ENV_VAR
+    from orchestrl.envs.orchestration.task_store import active_store
 
-    if not os.environ.get(ENV_VAR):  # turned off by the caller: nothing to fill
+    store = active_store()
+    if store is None:  # turned off by the caller: nothing to fill
         return {}
     started, futures = time.perf_counter(), []
     for bench in chosen.values():
@@ -344,7 +345,7 @@ def warm_task_store(chosen: dict[str, Bench], pool: Any, jobs: int) -> dict[str,
             seeds = list(range(int(bench.kwargs["task_pool"])))
             futures += [pool.submit(store_tasks, bench.kwargs["level"], seeds[i::jobs]) for i in range(jobs)]
     generated = sum(f.result() for f in futures)
-    return {"dir": os.environ.get(ENV_VAR), "generated": generated, "seconds": time.perf_counter() - started}
+    return {"dir": str(store.root), "generated": generated, "seconds": time.perf_counter() - started}
 
 
 def first_reach(steps: list[int], values: list[float]) -> int | None:
