@@ -66,6 +66,10 @@ Run:
     .venv/bin/python benchmarks/credit.py --summarise l3.err l4_lemon_0_1.err l4_lemon_2_4.err
                                                       # one report from the runs of several invocations
                                                       # (or of one cut short), no training
+    .venv/bin/python benchmarks/credit.py --envs orchestration_l4 --log l4.log
+                                                      # resumable: trains only the runs l4.log lacks,
+                                                      # appends each finished run's line to it, and
+                                                      # reports over all of them; stop it at any time
 
 Expected (measured on v2; the README's results section has the tables). Level 3: three
 invocations, ``--envs orchestration_l3 --algos ippo lemon mappo --seeds 5`` (stopped after 91 min
@@ -514,7 +518,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument(
         "--algos",
         nargs="*",
-        choices=[*ALGORITHMS, *LEMON_VARIANTS],
+        choices=list(dict.fromkeys([*ALGORITHMS, *LEMON_VARIANTS])),
         default=None,
         help="algorithms to run (default: all but lemon_uncentred)",
     )
@@ -522,6 +526,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--jobs", type=int, default=2, help="runs trained at once (one process each)")
     parser.add_argument(
         "--first-seed", type=int, default=0, help="seeds first-seed .. first-seed + seeds - 1"
+    )
+    parser.add_argument(
+        "--log",
+        type=Path,
+        metavar="LOG",
+        help="resumable: the runs LOG holds are not trained again, each new run's line is appended to it",
     )
     parser.add_argument(
         "--summarise",
@@ -538,6 +548,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     if unknown:
         mode = " with --quick" if args.quick else ""
         parser.error(f"--envs: unknown env{mode}: {', '.join(unknown)} (known: {', '.join(known)})")
+    if args.log is not None and (args.log.is_dir() or not args.log.parent.is_dir()):
+        parser.error(f"--log: {args.log} is a directory or in no directory")
+    logged = read_runs([args.log]) if args.log is not None and args.log.is_file() else {}
 
     from orchestrl.envs.counterfactual import supports_counterfactual
     from orchestrl.envs.registry import get_env
@@ -561,25 +574,26 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         algos = [a for a in args.algos or ALGORITHMS if replays or a not in REPLAYING]
         first = args.first_seed
         jobs += [(name, algo, seed) for algo in algos for seed in range(first, first + seeds)]
-    runs: dict[tuple[str, str, int], dict[str, Any]] = {}
+    runs = {key: logged[key] for key in jobs if key in logged}
+    todo = [key for key in jobs if key not in logged]
     # one process per run: at level 2 a run that followed another in the same process took 2.5x
     # less CPU than the same algorithm's first run (ippo 81 s against 202 s; generated tasks and
     # node outputs stay cached in a process), which biases the wall-time comparisons
     # (replay_cost) against whichever algorithm runs first
     # the same reason for one task store, filled before any run starts (not with --quick: its
     # 500 env steps meet far fewer of the 1,000 tasks than the warm-up would generate)
+    stored: dict[str, Any] = {}
     with worker_pool(max(1, args.jobs), args.out, fresh_per_task=True) as pool:
-        stored = {} if args.quick else warm_task_store(chosen, pool, max(1, args.jobs))
-        pending = {pool.submit(train_run, chosen[n], a, s): (n, a, s) for n, a, s in jobs}
+        if todo and not args.quick:
+            to_train = {n: chosen[n] for n, _, _ in todo}
+            stored = warm_task_store(to_train, pool, max(1, args.jobs))
+        pending = {pool.submit(train_run, chosen[n], a, s): (n, a, s) for n, a, s in todo}
         while pending:
             done, _ = wait(pending, return_when=FIRST_COMPLETED)
             for future in done:
                 key = pending.pop(future)
-                runs[key] = run = future.result()
-                curve = {k: [round(v, 3) for v in vs] for k, vs in run["curves"].items()}
-                line = "{} {} seed {}: ".format(*key) + f"{curve} ({run['wall_s']:.0f} s)"
-                print(line, file=sys.stderr, flush=True)
-                print(RUN_LINE, json.dumps([*key, run]), file=sys.stderr, flush=True)
+                runs[key] = future.result()
+                record_run(key, runs[key], args.log)
     meta = {
         "quick": args.quick,
         "wall_s": time.perf_counter() - started,
@@ -589,6 +603,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "jobs": args.jobs,
         "skipped": skipped,
         "task_store": stored,
+        "log": None if args.log is None else {"path": str(args.log), "runs_read": len(jobs) - len(todo)},
     }
     return write_results(chosen, {key: runs[key] for key in jobs}, meta, args.out, argv)
 
@@ -596,6 +611,21 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 RUN_LINE = "credit-run"
 """Each finished run's stderr line starts with this, then ``[env, algo, seed, run]`` as JSON:
 what ``--summarise`` reads back."""
+
+
+def record_run(key: tuple[str, str, int], run: dict[str, Any], log: Path | None) -> None:
+    """Prints a finished run's curves and its ``RUN_LINE`` on stderr and appends that line to
+    ``log`` (one write per line, flushed and synced: a stopped invocation loses only the runs
+    still training)."""
+    curve = {k: [round(v, 3) for v in vs] for k, vs in run["curves"].items()}
+    print("{} {} seed {}: ".format(*key) + f"{curve} ({run['wall_s']:.0f} s)", file=sys.stderr, flush=True)
+    line = f"{RUN_LINE} {json.dumps([*key, run])}"
+    print(line, file=sys.stderr, flush=True)
+    if log is not None:
+        with log.open("a") as f:
+            f.write(line + "\n")
+            f.flush()
+            os.fsync(f.fileno())
 
 
 def write_results(

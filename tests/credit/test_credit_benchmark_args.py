@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
@@ -205,3 +206,65 @@ def test_the_task_store_is_filled_with_every_training_task_before_the_runs(
     store = TaskStore(tmp_path)
     assert all(store.load(2, "train", seed).key.seed == seed for seed in range(3))
     assert not store.path(2, "train", 3).exists()  # the pool only
+
+
+@pytest.fixture
+def in_threads(credit: ModuleType, monkeypatch: pytest.MonkeyPatch) -> Iterator[list[tuple[str, str, int]]]:
+    """The benchmark's runs in threads, each returning a fixed run instead of training one; yields
+    the (env, algo, seed) of each run it was asked to train. The environment is restored after."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from orchestrl.training import runtime
+
+    trained: list[tuple[str, str, int]] = []
+
+    def fake_train_run(bench: object, algo: str, seed: int) -> dict:
+        trained.append(("orchestration_l3", algo, seed))
+        return logged_run([0.0, 0.5, 0.7], 5.0)
+
+    monkeypatch.setattr(credit, "train_run", fake_train_run)
+    monkeypatch.setattr(
+        runtime, "worker_pool", lambda jobs, run_dir, fresh_per_task=False: ThreadPoolExecutor(jobs)
+    )
+    saved = dict(os.environ)
+    yield trained
+    os.environ.clear()
+    os.environ.update(saved)
+
+
+def test_a_resumed_benchmark_trains_only_the_runs_its_log_lacks_and_appends_them(
+    credit: ModuleType, in_threads: list, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    env, log = "orchestration_l3", tmp_path / "l3.log"
+    log.write_text(
+        "a warning\n"
+        f"{credit.RUN_LINE} {json.dumps([env, 'lemon', 0, logged_run([0.0, 0.8, 0.9], 9.0)])}\n"
+        f"{credit.RUN_LINE} {json.dumps([env, 'ippo', 1, logged_run([0.0, 0.4, 0.6], 6.0)])}\n"
+    )
+    argv = ["--envs", env, "--algos", "ippo", "lemon", "--seeds", "2", "--log", str(log)]
+    credit.main([*argv, "--out", str(tmp_path / "out")])
+    assert sorted(in_threads) == [(env, "ippo", 0), (env, "lemon", 1)]
+    assert credit.read_runs([log]).keys() == {(env, a, s) for a in ("ippo", "lemon") for s in (0, 1)}
+    printed = json.loads(capsys.readouterr().out)
+    assert printed["final_iqm"][env]["lemon"] == pytest.approx(0.8)  # 0.9 read back, 0.7 trained
+    saved = json.loads((tmp_path / "out" / "credit.json").read_text())
+    assert saved["meta"]["log"] == {"path": str(log), "runs_read": 2}
+
+    in_threads.clear()
+    credit.main([*argv, "--out", str(tmp_path / "again")])  # every run logged: nothing to train
+    assert in_threads == []
+    assert len([line for line in log.read_text().splitlines() if line.startswith(credit.RUN_LINE)]) == 4
+
+
+@pytest.mark.parametrize("where", ["a_dir", "no_such_dir/l3.log"])
+def test_a_log_that_cannot_be_a_file_exits_naming_it(
+    credit: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str], where: str
+) -> None:
+    (tmp_path / "a_dir").mkdir()
+    with pytest.raises(SystemExit) as exit_info:
+        credit.main(
+            ["--envs", "orchestration_l3", "--log", str(tmp_path / where), "--out", str(tmp_path / "out")]
+        )
+    assert exit_info.value.code == 2
+    assert str(tmp_path / where) in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
