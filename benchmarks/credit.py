@@ -35,8 +35,9 @@ Printed: ONE JSON object with exactly the keys ``final_iqm``, ``ci95``, ``steps_
 - ``p_improvement_vs_ippo``: [P(X > ippo), 95% CI] from the runs' finals (0.5 is a match);
 - ``replay_cost``: ``wall_time_overhead_pct``: lemon's training wall time (sampling + updates, not
   the warm start or the evaluations, summed over seeds) over lemon_gae's with the same seeds,
-  minus 1, in % (what LEMON's reported +12% compares to); ``cpu_time_overhead_pct`` the same for
-  the training processes' CPU time (the sandbox workers' CPU is not in it);
+  minus 1, in % (what LEMON's reported +12% compares to; ``paired_seeds``: the seeds both ran,
+  with the same optimizer step); ``cpu_time_overhead_pct`` the same for the training processes'
+  CPU time (the sandbox workers' CPU is not in it);
   ``extra_executions_per_episode``; ``invalid_final_per_episode`` (episodes whose final spec was
   invalid get no replay); ``nodes_rerun_per_execution``; ``replay_share_pct`` (the replays' own
   wall time over the rest of lemon's training time).
@@ -269,6 +270,7 @@ def train_run(bench: Bench, algo: str, seed: int) -> dict[str, Any]:
     from ray.rllib.algorithms.ppo.ppo import LEARNER_RESULTS_VF_EXPLAINED_VAR_KEY as VF_EXPLAINED_VAR
     from ray.rllib.env.multi_agent_env_runner import MultiAgentEnvRunner
 
+    from orchestrl.algorithms.ppo_learner import FastStepPPOLearner
     from orchestrl.experiment.builder import build_ppo_config
     from orchestrl.experiment.config import validate_config
     from orchestrl.training.inprocess import InProcessTrainer
@@ -316,6 +318,7 @@ def train_run(bench: Bench, algo: str, seed: int) -> dict[str, Any]:
         "train_cpu_s": train_cpu_s,
         "cost": cost,
         "critic_ev": critic_ev,
+        "fast_step": isinstance(trainer.learner, FastStepPPOLearner),
     }
 
 
@@ -431,9 +434,10 @@ def summarise(bench: Bench, runs: dict[str, list[dict[str, Any]]]) -> dict[str, 
 
 
 def replay_cost(lemon: list[dict[str, Any]], replay_free: list[dict[str, Any]]) -> dict[str, Any]:
-    """What LEMON's replays cost: extra executions per episode, and lemon's training time over the
-    same runs without replay (``lemon_gae``, same seeds), in %. Sums over seeds; empty without lemon
-    runs, overheads None without replay-free ones."""
+    """What LEMON's replays cost: extra executions per episode (all lemon runs), and lemon's training
+    time over that of the same runs without replay (``lemon_gae``), in %, summed over the seeds
+    that both ran with the same optimizer step (``fast_step``; runs logged before it existed took
+    RLlib's): ``paired_seeds``. Empty without lemon runs; overheads None without a pair."""
     if not lemon:
         return {}
     cost = {k: float(np.sum([r["cost"][k] for r in lemon])) for k in COST_KEYS}
@@ -445,17 +449,28 @@ def replay_cost(lemon: list[dict[str, Any]], replay_free: list[dict[str, Any]]) 
         "invalid_final_per_episode": cost["invalid_final"] / max(cost["episodes"], 1.0),
         "nodes_rerun_per_execution": cost["nodes_run"] / max(cost["executions"], 1.0),
         "replay_share_pct": 100.0 * cost["seconds"] / max(train - cost["seconds"], 1e-9),
-        "lemon_train_s": train,
+        "lemon_train_s": None,
         "replay_free_train_s": None,
+        "paired_seeds": [],
         "lemon_paper_overhead_pct": 12.0,
     }
-    if replay_free:
-        free = float(np.sum([r["train_s"] for r in replay_free]))
-        cpu = float(np.sum([r["train_cpu_s"] for r in lemon]))
-        free_cpu = float(np.sum([r["train_cpu_s"] for r in replay_free]))
-        out["replay_free_train_s"] = free
-        out["wall_time_overhead_pct"] = 100.0 * (train / max(free, 1e-9) - 1.0)
-        out["cpu_time_overhead_pct"] = 100.0 * (cpu / max(free_cpu, 1e-9) - 1.0)
+    free = {r["seed"]: r for r in replay_free}
+    pairs = [
+        (r, free[r["seed"]])
+        for r in lemon
+        if r["seed"] in free and r.get("fast_step", False) == free[r["seed"]].get("fast_step", False)
+    ]
+    if pairs:
+        sums = {
+            k: [float(np.sum([pair[i][k] for pair in pairs])) for i in (0, 1)]
+            for k in ("train_s", "train_cpu_s")
+        }
+        out["lemon_train_s"], out["replay_free_train_s"] = sums["train_s"]
+        out["paired_seeds"] = sorted(r["seed"] for r, _ in pairs)
+        out["wall_time_overhead_pct"] = 100.0 * (sums["train_s"][0] / max(sums["train_s"][1], 1e-9) - 1.0)
+        out["cpu_time_overhead_pct"] = 100.0 * (
+            sums["train_cpu_s"][0] / max(sums["train_cpu_s"][1], 1e-9) - 1.0
+        )
     return out
 
 
@@ -640,9 +655,9 @@ def write_results(
     details: dict[str, dict[str, Any]] = {}
     for name in dict.fromkeys(n for n, _, _ in runs):
         by_algo: dict[str, list[dict[str, Any]]] = {}
-        for (n, algo, _), run in runs.items():
+        for (n, algo, seed), run in runs.items():
             if n == name:
-                by_algo.setdefault(algo, []).append(run)
+                by_algo.setdefault(algo, []).append({**run, "seed": seed})
         details[name] = summarise(chosen[name], by_algo)
     printed = report(details)
     results = {

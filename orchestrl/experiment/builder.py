@@ -15,6 +15,7 @@ from typing import Any
 from ray.rllib.algorithms.ppo import PPOConfig
 
 from orchestrl.algorithms.context import BuildContext
+from orchestrl.algorithms.ppo_learner import FastStepPPOLearner
 from orchestrl.envs.info import EnvInfo
 from orchestrl.envs.registry import get_env
 from orchestrl.envs.reporting import EnvReportCallbacks
@@ -86,7 +87,11 @@ def base_ppo_config(cfg: ExperimentConfig, *, gpus_available: float | None = Non
             # time for LEMON's 2-step episodes. The learner pipeline batches list episodes as well.
             episodes_to_numpy=False,
         )
-        .learners(num_learners=res.num_learners, num_gpus_per_learner=gpus_per_learner)
+        .learners(
+            num_learners=res.num_learners,
+            num_gpus_per_learner=gpus_per_learner,
+            learner_class=FastStepPPOLearner,
+        )
         .training(
             lr=tr.lr,
             gamma=tr.gamma,

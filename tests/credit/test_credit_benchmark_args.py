@@ -67,6 +67,8 @@ def fake_run(train_s: float, cpu_s: float, executions: float = 0.0, invalid: flo
 def test_replay_cost_compares_lemon_with_its_replay_free_runs(credit: ModuleType) -> None:
     lemon = [fake_run(12.0, 10.0, executions=20.0, invalid=1.0), fake_run(13.0, 12.0, executions=10.0)]
     replay_free = [fake_run(10.0, 9.0), fake_run(10.0, 11.0)]
+    for seed, (a, b) in enumerate(zip(lemon, replay_free, strict=True)):
+        a["seed"] = b["seed"] = seed
     cost = credit.replay_cost(lemon, replay_free)
     assert cost["wall_time_overhead_pct"] == pytest.approx(25.0)  # 25 s against 20 s
     assert cost["cpu_time_overhead_pct"] == pytest.approx(10.0)  # 22 s against 20 s
@@ -74,9 +76,23 @@ def test_replay_cost_compares_lemon_with_its_replay_free_runs(credit: ModuleType
     assert cost["invalid_final_per_episode"] == pytest.approx(1.0 / 20.0)
     assert cost["nodes_rerun_per_execution"] == pytest.approx(12.0 / 30.0)
     assert cost["replay_share_pct"] == pytest.approx(100.0 * 2.0 / 23.0)
+    assert cost["paired_seeds"] == [0, 1]
     alone = credit.replay_cost(lemon, [])
     assert alone["wall_time_overhead_pct"] is None and alone["extra_executions_per_episode"] == 1.5
     assert credit.replay_cost([], replay_free) == {}
+
+
+def test_replay_cost_compares_only_seeds_that_both_ran_with_the_same_optimizer_step(
+    credit: ModuleType,
+) -> None:
+    lemon = [{**fake_run(12.0, 10.0, executions=10.0), "seed": s} for s in range(3)]
+    lemon[2]["fast_step"] = True  # lemon seed 2 took the fast step, lemon_gae seed 2 RLlib's
+    replay_free = [{**fake_run(10.0, 10.0), "seed": s} for s in (1, 2, 3)]  # seed 0 and 3 unpaired
+    cost = credit.replay_cost(lemon, replay_free)
+    assert cost["paired_seeds"] == [1]
+    assert cost["wall_time_overhead_pct"] == pytest.approx(20.0)  # 12 s against 10 s: seed 1 only
+    assert cost["extra_executions_per_episode"] == pytest.approx(1.0)  # every lemon run counts here
+    assert credit.replay_cost(lemon, [{**fake_run(9.0, 9.0), "seed": 7}])["wall_time_overhead_pct"] is None
 
 
 def test_printed_report_has_exactly_the_five_keys_per_env_and_algorithm(credit: ModuleType) -> None:

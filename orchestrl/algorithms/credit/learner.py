@@ -7,12 +7,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import torch
-from ray.rllib.algorithms.ppo.torch.ppo_torch_learner import PPOTorchLearner
 from ray.rllib.connectors.connector_pipeline_v2 import ConnectorPipelineV2
 from ray.rllib.connectors.connector_v2 import ConnectorV2
 from ray.rllib.connectors.learner import GeneralAdvantageEstimation
 from ray.rllib.core.learner.utils import update_target_network
 from ray.rllib.core.rl_module.apis import TargetNetworkAPI
+
+from orchestrl.algorithms.ppo_learner import FastStepPPOLearner
 
 CREDIT_KEY = "credit"
 """``learner_config_dict`` key holding the experiment's :class:`CreditSpec`."""
@@ -65,7 +66,7 @@ def replace_gae(pipeline: ConnectorPipelineV2, piece: ConnectorV2) -> None:
     pipeline.append(piece)
 
 
-class CounterfactualPPOLearner(PPOTorchLearner):
+class CounterfactualPPOLearner(FastStepPPOLearner):
     """PPO's torch learner with GAE swapped for a counterfactual advantage piece.
 
     RLlib appends ``GeneralAdvantageEstimation`` in ``PPOLearner.build()``; a ``learner_connector``

@@ -8,13 +8,13 @@ from __future__ import annotations
 from typing import Any
 
 import torch
-from ray.rllib.algorithms.ppo.torch.ppo_torch_learner import PPOTorchLearner
 from ray.rllib.core.columns import Columns
 from ray.rllib.core.learner.learner import ENTROPY_KEY, POLICY_LOSS_KEY, VF_LOSS_KEY
 from ray.rllib.evaluation.postprocessing import Postprocessing
 from ray.rllib.utils.torch_utils import explained_variance
 
 from orchestrl.algorithms.neuromas.module import AUX_PREDICTION
+from orchestrl.algorithms.ppo_learner import FastStepPPOLearner
 
 KNOBS_KEY = "neuromas"
 """``learner_config_dict[KNOBS_KEY]`` = {"objective": "ppo" | "reinforce", "aux_coeff": float}."""
@@ -77,7 +77,7 @@ def joint_loss(
     return total, stats
 
 
-class NeuromasLearner(PPOTorchLearner):
+class NeuromasLearner(FastStepPPOLearner):
     """PPO's torch learner with :func:`joint_loss` (REINFORCE option, auxiliary reward head)."""
 
     def compute_loss_for_module(
