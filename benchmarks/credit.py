@@ -84,11 +84,13 @@ reaches 0.8 at 11,000 env steps; no other run reaches it within 16,000. The repl
 executions per episode. Level 2 (``--summarise benchmarks/logs/credit_v2_l2.log``, all six
 algorithms, seeds 0-4) saturates: 0.956 for ippo, mappo, lemon and lemon_gae (the same on every
 seed), coma_cv 0.956 [0.889, 0.967], coma 0.722 [0.533, 0.944]; lemon's replays cost +29.1% wall
-time over lemon_gae (+17.9% CPU; 2.98 extra executions per episode). Level 4: one seed of lemon
-and lemon_gae (``--summarise benchmarks/logs/credit_v2_l4.log``): 0.27 and 0.17 after 16,000 env
-steps, replays +42.5% wall time (+18.3% CPU; 7.25 extra executions per episode); ippo, mappo and
-the COMAs not run yet. ``--quick`` took 7.1 min at load 7.5-10.5 and printed every key: final IQMs
-0.25-0.40 with CIs as wide as [0.1, 0.7] (a pipeline check, not a comparison).
+time over lemon_gae (+17.9% CPU; 2.98 extra executions per episode). Level 4 (``--summarise
+benchmarks/logs/credit_v2_l4.log``, 14 of 30 runs: ippo seeds 0-4, mappo and lemon 0-3, lemon_gae
+0): every algorithm near the floor after 16,000 env steps, lemon 0.167 [0.000, 0.300], ippo 0.144
+[0.000, 0.233], mappo 0.050 [0.000, 0.167], CIs overlapping; replays +42.5% wall time on seed 0
+(+18.3% CPU; 6.93 extra executions per episode); coma and coma_cv not run yet. ``--quick`` took
+7.1 min at load 7.5-10.5 and printed every key: final IQMs 0.25-0.40 with CIs as wide as
+[0.1, 0.7] (a pipeline check, not a comparison).
 """
 
 from __future__ import annotations
