@@ -548,7 +548,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "--log",
         type=Path,
         metavar="LOG",
-        help="resumable: the runs LOG holds are not trained again, each new run's line is appended to it",
+        help=(
+            "resumable: the runs LOG holds are not trained again, each new run's line is appended to "
+            "it (one LOG per setting: --quick runs have the same env names as full ones)"
+        ),
     )
     parser.add_argument(
         "--summarise",
