@@ -463,16 +463,16 @@ def replay_cost(lemon: list[dict[str, Any]], replay_free: list[dict[str, Any]]) 
         if r["seed"] in free and r.get("fast_step", False) == free[r["seed"]].get("fast_step", False)
     ]
     if pairs:
-        sums = {
-            k: [float(np.sum([pair[i][k] for pair in pairs])) for i in (0, 1)]
-            for k in ("train_s", "train_cpu_s")
-        }
-        out["lemon_train_s"], out["replay_free_train_s"] = sums["train_s"]
+
+        def overhead_pct(key: str) -> float:
+            with_replay, without = (float(np.sum([pair[i][key] for pair in pairs])) for i in (0, 1))
+            return 100.0 * (with_replay / max(without, 1e-9) - 1.0)
+
+        out["lemon_train_s"] = float(np.sum([r["train_s"] for r, _ in pairs]))
+        out["replay_free_train_s"] = float(np.sum([r["train_s"] for _, r in pairs]))
         out["paired_seeds"] = sorted(r["seed"] for r, _ in pairs)
-        out["wall_time_overhead_pct"] = 100.0 * (sums["train_s"][0] / max(sums["train_s"][1], 1e-9) - 1.0)
-        out["cpu_time_overhead_pct"] = 100.0 * (
-            sums["train_cpu_s"][0] / max(sums["train_cpu_s"][1], 1e-9) - 1.0
-        )
+        out["wall_time_overhead_pct"] = overhead_pct("train_s")
+        out["cpu_time_overhead_pct"] = overhead_pct("train_cpu_s")
     return out
 
 

@@ -7,6 +7,7 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
 from credit_helpers import load_benchmark, unload_benchmark
@@ -234,8 +235,8 @@ def in_threads(credit: ModuleType, monkeypatch: pytest.MonkeyPatch) -> Iterator[
 
     trained: list[tuple[str, str, int]] = []
 
-    def fake_train_run(bench: object, algo: str, seed: int) -> dict:
-        trained.append(("orchestration_l3", algo, seed))
+    def fake_train_run(bench: Any, algo: str, seed: int) -> dict:
+        trained.append((f"orchestration_l{bench.kwargs['level']}", algo, seed))
         return logged_run([0.0, 0.5, 0.7], 5.0)
 
     monkeypatch.setattr(credit, "train_run", fake_train_run)
