@@ -89,9 +89,9 @@ benchmarks/logs/credit_v2_l4.log``, 29 of 30 runs: lemon, ippo, mappo, coma and 
 0-4, lemon_gae on 0-2 and 4): every algorithm near the floor after 16,000 env steps, lemon 0.211
 [0.044, 0.367], ippo 0.144 [0.000, 0.233], mappo 0.044 [0.011, 0.133], coma_cv 0.011 [0.000,
 0.056], coma 0.000, CIs overlapping; replays +38.6% wall time over lemon_gae on seeds 0, 2 and 4
-(+15.8% CPU; 7.04 extra executions per episode). ``--quick`` took
-7.1 min at load 7.5-10.5 and printed every key: final IQMs 0.25-0.40 with CIs as wide as
-[0.1, 0.7] (a pipeline check, not a comparison).
+(+15.8% CPU; 7.04 extra executions per episode). ``--quick`` took 7.1 min at load 7.5-10.5 and
+printed every key: final IQMs 0.25-0.40 with CIs as wide as [0.1, 0.7] (a pipeline check, not a
+comparison).
 """
 
 from __future__ import annotations
@@ -464,16 +464,15 @@ def replay_cost(lemon: list[dict[str, Any]], replay_free: list[dict[str, Any]]) 
         if r["seed"] in free and r.get("fast_step", False) == free[r["seed"]].get("fast_step", False)
     ]
     if pairs:
-
-        def overhead_pct(key: str) -> float:
-            with_replay, without = (float(np.sum([pair[i][key] for pair in pairs])) for i in (0, 1))
-            return 100.0 * (with_replay / max(without, 1e-9) - 1.0)
-
-        out["lemon_train_s"] = float(np.sum([r["train_s"] for r, _ in pairs]))
-        out["replay_free_train_s"] = float(np.sum([r["train_s"] for _, r in pairs]))
+        # (with replay, without) summed over the paired seeds, once per time kind
+        wall, cpu = (
+            [float(np.sum([pair[i][key] for pair in pairs])) for i in (0, 1)]
+            for key in ("train_s", "train_cpu_s")
+        )
+        out["lemon_train_s"], out["replay_free_train_s"] = wall
         out["paired_seeds"] = sorted(r["seed"] for r, _ in pairs)
-        out["wall_time_overhead_pct"] = overhead_pct("train_s")
-        out["cpu_time_overhead_pct"] = overhead_pct("train_cpu_s")
+        out["wall_time_overhead_pct"] = 100.0 * (wall[0] / max(wall[1], 1e-9) - 1.0)
+        out["cpu_time_overhead_pct"] = 100.0 * (cpu[0] / max(cpu[1], 1e-9) - 1.0)
     return out
 
 
