@@ -85,11 +85,11 @@ executions per episode. Level 2 (``--summarise benchmarks/logs/credit_v2_l2.log`
 algorithms, seeds 0-4) saturates: 0.956 for ippo, mappo, lemon and lemon_gae (the same on every
 seed), coma_cv 0.956 [0.889, 0.967], coma 0.722 [0.533, 0.944]; lemon's replays cost +29.1% wall
 time over lemon_gae (+17.9% CPU; 2.98 extra executions per episode). Level 4 (``--summarise
-benchmarks/logs/credit_v2_l4.log``, 29 of 30 runs: lemon, ippo, mappo, coma and coma_cv on seeds
-0-4, lemon_gae on 0-2 and 4): every algorithm near the floor after 16,000 env steps, lemon 0.211
-[0.044, 0.367], ippo 0.144 [0.000, 0.233], mappo 0.044 [0.011, 0.133], coma_cv 0.011 [0.000,
-0.056], coma 0.000, CIs overlapping; replays +38.6% wall time over lemon_gae on seeds 0, 2 and 4
-(+15.8% CPU; 7.04 extra executions per episode). ``--quick`` took 7.1 min at load 7.5-10.5 and
+benchmarks/logs/credit_v2_l4.log``, all 30 runs, seeds 0-4): every algorithm near the floor after
+16,000 env steps, lemon 0.211 [0.044, 0.367], ippo 0.144 [0.000, 0.233], mappo 0.044 [0.011,
+0.133], coma_cv 0.011 [0.000, 0.056], lemon_gae 0.011 [0.000, 0.122], coma 0.000, CIs
+overlapping; replays +37.4% wall time over lemon_gae on seeds 0, 2, 3 and 4 (+15.9% CPU; 7.04
+extra executions per episode). ``--quick`` took 7.1 min at load 7.5-10.5 and
 printed every key: final IQMs 0.25-0.40 with CIs as wide as [0.1, 0.7] (a pipeline check, not a
 comparison).
 """
