@@ -12,7 +12,7 @@ TORCH  ?= torch==2.13.0
 TORCH_INDEX ?=
 PYTEST_ARGS ?=
 
-.PHONY: install demo test test-fast lint bench mutants ui clean
+.PHONY: install demo test test-fast lint bench mutants results ui clean
 
 install: $(VENV)/.installed
 
@@ -42,6 +42,9 @@ bench: install
 
 mutants: install
 	$(BIN)/python benchmarks/mutants.py
+
+results: install
+	$(BIN)/python benchmarks/results.py
 
 ui: install
 	$(BIN)/orchestrl ui

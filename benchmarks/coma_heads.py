@@ -23,33 +23,22 @@ centred), the exact estimate's split-half correlation (how much of it is samplin
 share of final rows whose team reward is 0.
 
 Run:
-    .venv/bin/python benchmarks/coma_heads.py                      # level 3, 3 seeds, ~7 min
-    .venv/bin/python benchmarks/coma_heads.py --replay-episodes 60  # + exact advantages, ~20 min
+    .venv/bin/python benchmarks/coma_heads.py                      # level 3, 3 seeds
+    .venv/bin/python benchmarks/coma_heads.py --replay-episodes 60  # + exact advantages (longer)
     .venv/bin/python benchmarks/coma_heads.py --level 4 --seeds 5
 
-Expected (``PYTHONHASHSEED=0 .venv/bin/python benchmarks/coma_heads.py --replay-episodes 60``,
-measured 2026-12-02 on the 2-core machine next to two benchmark runs, load about 3: 20.5 min wall;
-7,500 fitted and 7,500 held-out agent rows per seed, 245-285 final rows replayed 8 times per
-seed): explained variance IQM over the 3 seeds after 100 / 200 / 300 / 400 fitting steps,
+Expected: the JSON it prints (explained variance per head after each ``--report-every`` steps,
+fitted and held out; with ``--replay-episodes``, each advantage's correlation with the exact one
+and the exact estimate's split-half correlation). No output of it is saved yet, so
+``benchmarks/RESULTS.md`` has none of its figures: save one under ``benchmarks/results/`` and add
+it to ``benchmarks/results.py`` to publish them.
 
-- factorised: fitted 0.22 / 0.37 / 0.49 / 0.56, held out 0.18 / 0.23 / 0.22 / 0.19;
-- paired:     fitted 0.13 / 0.33 / 0.42 / 0.53, held out 0.08 / 0.20 / 0.17 / 0.16;
-- joint:      fitted 0.57 / 0.76 / 0.86 / 0.90, held out 0.17 / 0.08 / 0.08 / 0.07.
-
-The richer heads fit the fitted episodes as well or better and predict the others no better.
-Correlation with the exact advantage (IQM over seeds; the exact estimate's split-half correlation
-is 0.83, and 62% of the exact advantages are non-zero):
-
-- coma (Eq. 4): factorised 0.15, paired 0.14, joint 0.16;
-- coma_cv (sampled return - c_i b_i): factorised 0.53, paired 0.54, joint 0.49;
-- team score: 0.62.
-
-Why Eq. 4 fails here, as far as the probe shows: the final round's team reward is the improvement
-over the first round's score, and it is 0 on every replayed row (the warm-started team writes the
-same spec twice). The critic's Q(s, u) of a final action is fitted to that 0, so Eq. 4's advantage
-is the critic's error on the taken action minus its baseline, and agrees 0.15 with the exact one.
-With the sampled return (0) in place of Q(s, u), coma_cv's advantage is minus the scaled baseline,
-which agrees 0.53. The team's final score, the same for every agent of an episode, agrees 0.62.
+What the probe can show about Eq. 4: when the final round's team reward (the improvement over the
+first round's score) is 0 on the replayed rows, as when the warm-started team writes the same spec
+twice, the critic's Q(s, u) of a final action is fitted to that 0, so Eq. 4's advantage is the
+critic's error on the taken action minus its baseline. With the sampled return (0) in place of
+Q(s, u), coma_cv's advantage is minus the scaled baseline; the team's final score is the same for
+every agent of an episode. The correlations say how much of the exact advantage each keeps.
 """
 
 from __future__ import annotations

@@ -52,8 +52,8 @@ the curves.
 Each run trains in a fresh process. Before the first, the training pool of each orchestration
 level (1,000 tasks) is generated into the task store, ``cache/tasks`` under ``--out`` (export
 ``ORCHESTRL_TASK_STORE=DIR`` to share one store between invocations), so that every run reads the
-same tasks from disk and none pays for generating them: about 2 / 4 / 6 min at levels 2 / 3 / 4 on
-2 cores the first time (``benchmarks/task_store.py``), nothing once stored. Runs measured before
+same tasks from disk and none pays for generating them: minutes per level the first time (what a
+task costs to generate: ``benchmarks/task_store.py``), nothing once stored. Runs measured before
 the store existed (the logs' level-3 runs, level 2's ippo seeds 0-2 and mappo's first) generated
 their tasks themselves: their success figures compare, their times do not.
 
@@ -72,26 +72,11 @@ Run:
                                                       # appends each finished run's line to it, and
                                                       # reports over all of them; stop it at any time
 
-Expected (measured on v2; the README's results section has the tables). Level 3: three
-invocations, ``--envs orchestration_l3 --algos ippo lemon mappo --seeds 5`` (stopped after 91 min
-at load 2.3-3.1 with mappo at 3 seeds), ``--algos coma coma_cv --seeds 5`` (123 min) and ``--algos
-mappo --seeds 2 --first-seed 3 --jobs 1`` (59 min), then ``--summarise
-benchmarks/logs/credit_v2_l3.log benchmarks/logs/credit_v2_l3_coma.log
-benchmarks/logs/credit_v2_l3_mappo.log``. Final held-out success (IQM, 95% CI): lemon 0.822 [0.633,
-0.911], coma_cv 0.611 [0.578, 0.656], mappo 0.611 [0.500, 0.678], ippo 0.556 [0.533, 0.589], coma
-0.000 on every seed (why: ``benchmarks/coma_heads.py --replay-episodes 60``). lemon's IQM curve
-reaches 0.8 at 11,000 env steps; no other run reaches it within 16,000. The replays add 4.46
-executions per episode. Level 2 (``--summarise benchmarks/logs/credit_v2_l2.log``, all six
-algorithms, seeds 0-4) saturates: 0.956 for ippo, mappo, lemon and lemon_gae (the same on every
-seed), coma_cv 0.956 [0.889, 0.967], coma 0.722 [0.533, 0.944]; lemon's replays cost +29.1% wall
-time over lemon_gae (+17.9% CPU; 2.98 extra executions per episode). Level 4 (``--summarise
-benchmarks/logs/credit_v2_l4.log``, all 30 runs, seeds 0-4): every algorithm near the floor after
-16,000 env steps, lemon 0.211 [0.044, 0.367], ippo 0.144 [0.000, 0.233], mappo 0.044 [0.011,
-0.133], coma_cv 0.011 [0.000, 0.056], lemon_gae 0.011 [0.000, 0.122], coma 0.000, CIs
-overlapping; replays +37.4% wall time over lemon_gae on seeds 0, 2, 3 and 4 (+15.9% CPU; 7.04
-extra executions per episode). ``--quick`` took 7.1 min at load 7.5-10.5 and
-printed every key: final IQMs 0.25-0.40 with CIs as wide as [0.1, 0.7] (a pipeline check, not a
-comparison).
+Expected: the JSON above. The saved runs (``benchmarks/logs/credit_v2_l*.log``) and the figures
+``--summarise`` gives for them, with the commands that produced them, are in
+``benchmarks/RESULTS.md`` (section "Counterfactual credit on the LEMON env"; ``make results``
+rebuilds it). ``--quick`` checks the pipeline and compares nothing: two seeds at 500 env steps
+leave every CI wide.
 """
 
 from __future__ import annotations
@@ -233,8 +218,8 @@ def experiment(bench: Bench, algo: str, seed: int) -> dict[str, Any]:
 
 def sample(runner: Any, steps: int, chunk: int = 64) -> list:
     """``steps`` env steps in chunks: RLlib 2.60 numpy-fies every finished episode of a ``sample()``
-    call once per env step, quadratic in episodes per call (measured: 400 one-step episodes in one
-    call 2.4 s, in 8 calls 0.5 s)."""
+    call once per env step, quadratic in episodes per call, so short calls sample many episodes
+    much faster than one long call."""
     episodes, done = [], 0
     while done < steps:
         got = runner.sample(num_timesteps=min(chunk, steps - done), explore=True)
@@ -343,7 +328,7 @@ def store_tasks(level: int, seeds: list[int]) -> int:
 def warm_task_store(chosen: dict[str, Bench], pool: Any, jobs: int) -> dict[str, Any]:
     """Stores every orchestration bench's training pool before the first run starts, so that every
     run reads the same tasks from disk and none pays for generating them, whichever runs first
-    (a level-3 run generating its 1,000 tasks spent about a third of its time on it)."""
+    (a level-3 run that generates its 1,000 tasks spends a large share of its time on it)."""
     from orchestrl.envs.orchestration.task_store import active_store
 
     store = active_store()

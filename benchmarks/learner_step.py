@@ -19,10 +19,9 @@ Run:
     .venv/bin/python benchmarks/learner_step.py                  # ippo, mappo, lemon; 3 repeats
     .venv/bin/python benchmarks/learner_step.py --algos mappo --repeats 5
 
-Expected (2 cores, load 3.1-3.4 from two other training runs, 3 repeats, 4 min): median update
-RLlib's step / fast step: ippo 4.77 / 3.63 s (1.31x), mappo 16.68 / 10.97 s (1.52x), lemon 17.24 /
-11.36 s (1.52x); weights equal for every algorithm. The central critics (mappo, lemon) gain most:
-their first layer reads all 8 agents' observations.
+Expected: the fast step's update no slower than RLlib's, the central critics (mappo, lemon),
+whose first layer reads all 8 agents' observations, gaining most, and ``weights_equal`` true for
+every algorithm. Figures: ``benchmarks/RESULTS.md``, section "Learner step".
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ Run:      python benchmarks/mutants.py            (every fault; or: make mutants
           python benchmarks/mutants.py --faults advantage_sign weight_sync
 Prints:   one JSON object: {fault: {"caught": bool, "caught_by": [test ids], "seconds": float}},
           plus "all_caught". Exit status 1 when a fault escapes.
-Expect:   every fault caught; about 10 minutes on 2 cores (each fault reruns its test files).
+Expect:   every fault caught (each fault reruns its test files, so the whole run takes minutes).
 """
 
 from __future__ import annotations
@@ -49,7 +49,10 @@ FAULTS = (
         "orchestrl/algorithms/credit/advantage.py",
         "                advantages, dtype=torch.float32, device=device\n",
         "                -advantages, dtype=torch.float32, device=device\n",
-        ("tests/learning/test_training_beats_untrained.py", "tests/credit/test_credit_pipeline.py"),
+        (
+            "tests/algorithms/test_training_beats_untrained.py",
+            "tests/algorithms/credit/test_credit_pipeline.py",
+        ),
     ),
     Fault(
         "coma_baseline_removed",
@@ -57,7 +60,7 @@ FAULTS = (
         "orchestrl/algorithms/coma/advantage.py",
         "    return q_taken - head.expected(q, probs), q_taken\n",
         "    return q_taken - 0.0 * head.expected(q, probs), q_taken\n",
-        ("tests/credit/test_credit_coma_maths.py",),
+        ("tests/algorithms/coma/test_coma_maths.py",),
     ),
     Fault(
         "delta_on_the_wrong_agent",
@@ -67,7 +70,7 @@ FAULTS = (
         "        records = ma.custom_data.get(REPLAY_KEY) or {}\n"
         "        others = sorted(a for a in records if a != aid)\n"
         "        record = records.get(others[0]) if others else None\n",
-        ("tests/credit/test_credit_pipeline.py",),
+        ("tests/algorithms/credit/test_credit_pipeline.py",),
     ),
     Fault(
         "weight_sync_skipped",
@@ -75,7 +78,7 @@ FAULTS = (
         "orchestrl/training/inprocess.py",
         '        self.runner.set_state({"rl_module": self.learner.module.get_state(inference_only=True)})\n',
         "        return\n",
-        ("tests/learning/test_training_beats_untrained.py", "tests/credit/test_warm_start.py"),
+        ("tests/algorithms/test_training_beats_untrained.py", "tests/algorithms/test_warm_start.py"),
     ),
     Fault(
         "neuromas_advantage_sign",
@@ -83,7 +86,7 @@ FAULTS = (
         "orchestrl/algorithms/neuromas/learner.py",
         "            advantages=batch[Postprocessing.ADVANTAGES],\n",
         "            advantages=-batch[Postprocessing.ADVANTAGES],\n",
-        ("tests/neuromas/test_learning.py::test_two_training_iterations_in_process",),
+        ("tests/algorithms/neuromas/test_learning.py::test_two_training_iterations_in_process",),
     ),
     Fault(
         "messages_not_cut",
@@ -92,7 +95,7 @@ FAULTS = (
         "orchestrl/algorithms/neuromas/algorithm.py",
         '        "messages": knobs.messages,\n',
         '        "messages": "continuous" if knobs.messages == "none" else knobs.messages,\n',
-        ("tests/neuromas/test_cut.py",),
+        ("tests/algorithms/neuromas/test_cut.py",),
     ),
     Fault(
         "pointer_rows_from_another_agent",
@@ -101,7 +104,7 @@ FAULTS = (
         "orchestrl/algorithms/neuromas/network.py",
         "                    and torch.equal(obs[a], obs[b])\n",
         "",
-        ("tests/neuromas/test_cut.py",),
+        ("tests/algorithms/neuromas/test_cut.py",),
     ),
     Fault(
         "sandbox_memory_limit_off",
@@ -109,7 +112,7 @@ FAULTS = (
         "orchestrl/envs/orchestration/sandbox/confine.py",
         '        "RLIMIT_AS": base_as + memory_mb * 2**20,\n',
         "",
-        ("tests/orchestration/test_orchestration_sandbox.py",),
+        ("tests/envs/orchestration/test_orchestration_sandbox.py",),
     ),
 )
 

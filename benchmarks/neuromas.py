@@ -3,7 +3,7 @@
 Every run goes through the same RLlib modules and learner as ``orchestrl train``, in process via
 ``InProcessTrainer`` (Ray is never started; one torch thread per run): behaviour cloning from the
 env's expert on the ``train`` split's ten schemas, then PPO on the shared execution reward. Each
-trained team is then scored by ``orchestrl ask``'s own path (:mod:`orchestrl.deploy.score`) on
+trained team is then scored by ``orchestrl ask``'s own path (:mod:`orchestrl.apps.text2sql.score`) on
 
 - ``heldout_execution_accuracy``: every question of the ``test`` split, three schemas training
   never saw, half of it phrased by the held-out grammar training never saw (the JSON also splits it
@@ -36,7 +36,7 @@ Each learned figure is the IQM over seeds with a 95% stratified-bootstrap CI
 (:mod:`orchestrl.tracking.stats`); ``cpu_minutes`` is each run's process CPU time (training only).
 
 Run:
-    python benchmarks/neuromas.py --quick          # 1 seed, tiny budgets: the pipeline (< 4 min)
+    python benchmarks/neuromas.py --quick          # 1 seed, tiny budgets: the pipeline
     python benchmarks/neuromas.py                  # 3 seeds, full budgets
     python benchmarks/neuromas.py --long --variants neuromas5_reads_all --seeds 2 --jobs 2
                                                    # the language goal: 60 cloning epochs on 8,192 demos
@@ -45,7 +45,8 @@ Run:
     python benchmarks/neuromas.py --summarise run.err    # the figures of the runs an interrupted run
                                                          # finished (its stderr), each over its seeds
 
-Measured: see the README's NeuroMAS section (the full run's JSON, command and wall time).
+Measured: ``benchmarks/RESULTS.md``, section "NeuroMAS on Text2SQL", from the full run's per-run
+lines (``benchmarks/logs/neuromas_v2_full.log``) through ``--summarise``.
 """
 
 from __future__ import annotations
@@ -68,8 +69,8 @@ from orchestrl.algorithms.behaviour_cloning import configured_warm_start
 from orchestrl.algorithms.neuromas.growth import grow
 from orchestrl.algorithms.neuromas.network import parameter_count
 from orchestrl.algorithms.neuromas.team_env import TEAM
-from orchestrl.deploy.ask import Team
-from orchestrl.deploy.score import successes
+from orchestrl.apps.text2sql.ask import Team
+from orchestrl.apps.text2sql.score import successes
 from orchestrl.envs.text2sql import actions as act
 from orchestrl.envs.text2sql.bank import QuestionBank, load_bank
 from orchestrl.envs.text2sql.expert import expert_actions
@@ -121,7 +122,7 @@ BC = {"batch_size": 64, "lr": 3e-3}
 HIDDEN = [96]
 RL_LR = 3e-5
 """PPO fine-tunes the cloned policy gently (at 3e-4 its first updates, with a critic that has not
-learnt yet, cost v1 up to 0.4 of test accuracy)."""
+learnt yet, undid much of what cloning gave on test questions)."""
 VARIANTS: dict[str, dict[str, Any]] = {
     "neuromas3": {"layers": [1, 1]},
     "neuromas5": {"layers": [2, 2]},

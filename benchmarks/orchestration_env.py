@@ -17,18 +17,16 @@ Per level, on held-out tasks:
   tasks and scored on the held-out tasks' agents: the share of agents whose whole action (all five
   components) it gets right; ``linear_probe_component_accuracy`` per component and
   ``constant_baseline_accuracy`` (the most frequent training action, per component, then jointly)
-  for scale. An observation that copies the answer (v1's ``brief``) scores about 1.0 here; a
-  figure well below 1.0 means the action must be inferred from the public inputs, not read off.
+  for scale. An observation that copies the answer would score 1.0 here; a figure well below
+  1.0 means the action must be inferred from the public inputs, not read off.
 
 Run::
 
-    .venv/bin/python benchmarks/orchestration_env.py --quick   # under 3 minutes on 2 cores
+    .venv/bin/python benchmarks/orchestration_env.py --quick   # small samples
     .venv/bin/python benchmarks/orchestration_env.py           # 2,000 probe tasks per level
 
-Measured (full run, 57 min at load 4-13): random team 0.007 / 0.000 / 0.000 / 0.000 at levels
-1 / 2 / 3 / 4; solver 1.00 / 0.99 / 0.98 / 0.85 in 10 / 23 / 42 / 172 ms per task; multi-plan
-share 0.58 / 1.00 / 1.00 / 0.93; linear probe 1.000 / 0.998 / 0.996 / 0.805 (the README says why
-levels 1-3 reach 1.0 without a leak). ``--quick`` took 73 s at load 2.7.
+Measured: ``benchmarks/RESULTS.md``, section "LEMON env calibration" (which run, and why levels
+where the solver's first-ranked plan is nearly always right let the probe reach 1.0 without a leak).
 
 It prints one JSON object (``levels`` keyed by level number, plus the settings, the load average
 and the seconds it took) and writes it to ``--out`` (default ``runs/bench/orchestration_env.json``).

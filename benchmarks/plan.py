@@ -1,8 +1,9 @@
 """How `orchestrl plan` does on held-out tasks handed over as a user would: CSV files.
 
 For each of ``--tasks`` held-out tasks of the checkpoint's level, the task's public inputs (its
-source tables and example rows) go through a CSV round trip and :class:`orchestrl.deploy.plan.Planner`
-(no hidden reference or target anywhere on that path). The plan is then scored against the task's
+source tables and example rows) go through a CSV round trip and
+:class:`orchestrl.apps.orchestration.plan.Planner` (no hidden reference or target anywhere on that
+path). The plan is then scored against the task's
 hidden target, which ``plan`` itself never sees:
 
 - ``holds_examples``: share of plans whose output has the target's columns and every example row
@@ -17,8 +18,9 @@ hidden target, which ``plan`` itself never sees:
 Run:
     python benchmarks/plan.py --checkpoint runs/experiments/lemon_level1/<RUN_ID>/checkpoints/iter_000002
 
-Expected (the lemon_level1 team of the README's tour, 30 held-out tasks, 2026-12-01, load ~7): see
-the README's "Use a trained team" section.
+Expected: ``holds_examples`` at or above ``success`` (holding the example rows is weaker than
+matching the hidden target). It needs a trained checkpoint, so no output of it is saved and
+``benchmarks/RESULTS.md`` has none of its figures.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ import time
 
 import pandas as pd
 
-from orchestrl.deploy.plan import Planner
+from orchestrl.apps.orchestration.plan import Planner
 from orchestrl.deploy.team import find_team
 from orchestrl.envs.orchestration.spec import parse_spec
 from orchestrl.envs.orchestration.tasks import generate_task

@@ -29,20 +29,12 @@ What it measures (one worker; the caller waits for each result, so one core's wo
 
 Run::
 
-    .venv/bin/python benchmarks/sandbox.py --quick    # about 30 s
-    .venv/bin/python benchmarks/sandbox.py            # about 2 minutes
+    .venv/bin/python benchmarks/sandbox.py --quick    # shorter timing windows
+    .venv/bin/python benchmarks/sandbox.py
 
-Measured on the 2-core development machine (Python 3.11, pandas 3.1, as root: pidns + netns +
-chroot + own uid), while other jobs kept the load average between 5 and 7, alternating with the
-code before the fresh process per job (commit c720fd4) in three pairs of ``--quick`` runs:
-``uncached_executions_per_s`` 185-211 (before: 185-206, the pairs within 1.5%; 214 before at load
-1.3; goal: >= 200, met below a load of about 5; about 5 ms of CPU per 3-node execution, 3 ms of
-it pandas in the worker); ``uncached_executions_per_s_fresh_process`` 51-58 (a fork costs 12-14
-ms of CPU, copy-on-write faults mostly); ``processes_left_after_close`` 0;
-``cached_counterfactual_speedup`` 1.4-1.7 at level 4 (goal: >= 3, NOT met: re-running
-descendants caps it near 2); ``pool_pss_mb`` 115-122 (before: 89-111; ``pool_rss_mb`` 300-373,
-before 213-215, counts the two new small processes' shared pages again); ``--quick`` took
-26-30 s. It prints one JSON object.
+It prints one JSON object. Expected: ``processes_left_after_close`` 0, and
+``pool_stats.fresh_process`` 0 (every reference pipeline certified). Figures:
+``benchmarks/RESULTS.md``, section "LEMON sandbox".
 """
 
 from __future__ import annotations

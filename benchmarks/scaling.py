@@ -18,7 +18,7 @@ with 1, 2 and 4 env runners:
 Every timed iteration is followed at once by the component timings, so a round's figures share
 the machine's load of that moment.
 
-The cluster is the one the cluster tests start (``tests/cluster/multinode.py``, which starts and
+The cluster is the one the cluster tests start (``tests/helpers/multinode.py``, which starts and
 stops only its own processes): a head with 0 CPUs, where the driver and the learner run, as on the
 cluster YAMLs' head, and 4 worker nodes with 1 logical CPU each. Each runner asks for 1 CPU, so
 each gets a node of its own. Logical CPUs are bookkeeping: all nodes share this machine's cores,
@@ -26,16 +26,13 @@ so on a 2-core machine 2 runners already compete with the driver and 4 runners o
 those figures show contention, not what separate machines would give.
 
 Run:
-    python benchmarks/scaling.py            # about 6 minutes on a busy 2-core machine
-    python benchmarks/scaling.py --quick    # about 3 minutes: 1 timed iteration per setting
+    python benchmarks/scaling.py
+    python benchmarks/scaling.py --quick    # 1 timed iteration per setting
 
-Prints one JSON object (progress goes to stderr). Measured on the shared 2-core development
-machine, load average 9 rising to 18 during the run (other engineers' jobs), full run:
-336, 288 and 491 env steps/s with 1, 2 and 4 runners; a runner costs 0.66-0.87 CPU s per 1,000
-env steps (0.85 s wall alone, 4.0 s wall when 4 share the cores); a learner update on 4,000 env
-steps costs 5.1-7.6 CPU s (6.5-9.0 s wall). On such a machine expect the per-runner CPU cost to
-hold within about 30% and the throughput to move by up to 50% from run to run, with no steady
-gain beyond 1 runner: the learner takes over half of every iteration.
+Prints one JSON object (progress goes to stderr). On a machine whose cores the nodes share, the
+throughput moves a lot from run to run and need not grow beyond 1 runner (the learner takes a large
+part of every iteration); the per-runner CPU cost is the steadier figure. No output of it is saved,
+so ``benchmarks/RESULTS.md`` has none of its figures.
 """
 
 from __future__ import annotations
@@ -60,9 +57,9 @@ PROBE_STEPS = 1000
 
 
 def cluster_helpers() -> ModuleType:
-    """``tests/cluster/multinode.py``, the local multi-node cluster the cluster tests use (it
+    """``tests/helpers/multinode.py``, the local multi-node cluster the cluster tests use (it
     starts and stops only its own processes). Loaded by path: ``tests`` is not a package."""
-    spec = importlib.util.spec_from_file_location("multinode", ROOT / "tests" / "cluster" / "multinode.py")
+    spec = importlib.util.spec_from_file_location("multinode", ROOT / "tests" / "helpers" / "multinode.py")
     module = importlib.util.module_from_spec(spec)
     sys.modules["multinode"] = module  # dataclasses resolve their module by name
     spec.loader.exec_module(module)

@@ -18,15 +18,12 @@ weights' values do not change the cost of a forward pass.
 
 Run::
 
-    .venv/bin/python benchmarks/serve.py --quick     # 400 requests, about a minute (Ray + Serve start)
+    .venv/bin/python benchmarks/serve.py --quick     # 400 requests
     .venv/bin/python benchmarks/serve.py             # 4000 requests
     .venv/bin/python benchmarks/serve.py --checkpoint <RUN_ID>
 
-Measured on the 2-core development machine while other jobs loaded it, one replica, 8 clients,
-the default team: 4,000 requests at load average 6-10: 257 requests/s, latency p50 28.9 ms,
-p99 58.0 ms, 0 errors, 0 mismatches (48 s for the whole script); ``--quick`` at load 7: 263/s,
-p50 29.8 ms, p99 42.8 ms (34 s). Loopback only; Ray, Serve and their files are stopped and removed
-at the end.
+Expected: 0 errors and 0 mismatches. Loopback only; Ray, Serve and their files are stopped and
+removed at the end. Figures: ``benchmarks/RESULTS.md``, section "Serving".
 """
 
 from __future__ import annotations
@@ -50,6 +47,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from orchestrl.deploy import serve
+from orchestrl.deploy.endpoints import ServedTeam
 from orchestrl.deploy.team import find_team
 from orchestrl.envs.registry import get_env
 from orchestrl.experiment.builder import build_ppo_config
@@ -176,7 +174,7 @@ def main() -> None:
         loadavg_before = os.getloadavg()
         port = free_port()
         with ray_session(ResourcesSection(object_store_mb=128), scratch):
-            serve.start(serve.ServedTeam(policy, what, family), port=port)
+            serve.start(ServedTeam(policy, what, family), port=port)
             try:
                 conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
                 answers = [json.loads(post(conn, body)[1]).get("actions") for body in bodies]  # warm-up

@@ -7,12 +7,10 @@ per task and store with it (``orchestrl/envs/orchestration/task_store.py``).
 
 Run::
 
-    .venv/bin/python benchmarks/task_store.py            # levels 2-4, 30 tasks each, ~1 min
+    .venv/bin/python benchmarks/task_store.py            # levels 2-4, 30 tasks each
     .venv/bin/python benchmarks/task_store.py --levels 4 --tasks 100
 
-Measured (levels 2-4, 30 tasks, 42 s next to two training runs at load 2.5-2.9): generating
-196 / 420 / 724 ms per task at levels 2 / 3 / 4, reading back 7.7 / 12.8 / 18.5 ms (``speedup``
-25 / 33 / 39), 56 / 89 / 107 KB per task (``kb_per_task``).
+Measured: ``benchmarks/RESULTS.md``, section "Task store".
 
 It prints one JSON object and writes it to ``--out`` (default ``runs/bench/task_store.json``).
 """

@@ -8,11 +8,12 @@ What it measures, on MPE simple_spread (N=3, 25-step episodes):
 - ``peak_rss_mb``: peak resident memory of the driver and all Ray worker processes together.
 
 Run:
-    python benchmarks/throughput.py            # ~6 minutes on 2 cores
-    python benchmarks/throughput.py --quick    # under 3 minutes
+    python benchmarks/throughput.py
+    python benchmarks/throughput.py --quick    # fewer timed iterations
 
-Expected (2 cores, measured in the run recorded in the README): mappo at or above 90% of plain
-PPO's throughput, and over 2,000 env steps/s with 2 runners x 4 sub-envs.
+Expected: ``ippo_vs_plain_ppo`` and ``mappo_vs_plain_ppo`` say what ippo's and mappo's own
+modules and connectors cost over RLlib's default module on the same runners. Figures:
+``benchmarks/RESULTS.md``, section "Training throughput".
 """
 
 from __future__ import annotations

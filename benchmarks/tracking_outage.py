@@ -18,16 +18,14 @@ artifacts, in a temp dir):
   after iteration 2 and never back.
 
 Run:
-    python benchmarks/tracking_outage.py            # ~2.5 minutes on 2 busy cores
-    python benchmarks/tracking_outage.py --quick    # fewer writes, no train runs: ~1 minute
+    python benchmarks/tracking_outage.py
+    python benchmarks/tracking_outage.py --quick    # fewer writes, no train runs
 
-Expected (measured 2026-12-01 on the shared 2-core machine at a load average of 7.1-7.5, 200
-writes a phase): ``journal_bookkeeping_us`` 47; ``write_ms`` median ``direct_up`` 52.0 and
-``journal_up`` 41.6 (CPU 2.86 and 2.77 ms a write: the HTTP call's noise hides the journal);
-``first_write_after_stop_ms`` 2.7, then 0.015 ms a write; ``first_write_after_freeze_ms`` 10,012
-(MLflow's HTTP timeout as orchestrl sets it), then 0.014 ms; ``drain`` 201 writes in 9.0 s;
-``journal_run_steps_in_order_once`` true; ``train_iteration_s`` 0.35 with the server up, 0.20 with
-it down.
+Expected: the journal's bookkeeping far below an HTTP write's own cost; with the server stopped,
+only the first write waits (a refused connection: at once; a frozen server: MLflow's HTTP timeout
+as orchestrl sets it), the rest are queued at once; ``journal_run_steps_in_order_once`` true; a
+train iteration no slower with the server down. Figures: ``benchmarks/RESULTS.md``, section
+"Tracking outage".
 """
 
 from __future__ import annotations
@@ -48,7 +46,7 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "tests" / "cluster"))  # the tests' MLflow server launcher
+sys.path.insert(0, str(REPO / "tests" / "helpers"))  # the tests' MLflow server launcher
 
 from multinode import MlflowServer  # noqa: E402
 

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from orchestrl.cli_options import AddressOpt, NoLogOpt, SetOpt, StoreDirOpt, TrackingOpt, VerboseOpt, fail
 from orchestrl.experiment.config import ConfigError, ExperimentConfig, load_config
 
 if TYPE_CHECKING:
@@ -25,35 +26,12 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
-ConfigArg = Annotated[Path, typer.Argument(help="Experiment YAML (see configs/).")]
-SetOpt = Annotated[
-    list[str] | None,
-    typer.Option("--set", "-s", help="Dotted override, e.g. --set training.lr=1e-3 (repeatable)."),
-]
-AddressOpt = Annotated[
-    str | None,
-    typer.Option("--address", help="Existing Ray cluster (default: RAY_ADDRESS, else a local Ray)."),
-]
-TrackingOpt = Annotated[
-    str | None,
-    typer.Option(
-        "--tracking-uri", help="MLflow tracking URI (default: MLFLOW_TRACKING_URI, else runs/mlflow.db)."
-    ),
-]
-VerboseOpt = Annotated[bool, typer.Option("--verbose", "-v", help="Show Ray's and RLlib's own logs.")]
-
-
-def fail(message: str, code: int = 2) -> None:
-    typer.echo(f"error: {message}", err=True)
-    raise typer.Exit(code)
-
 
 def load_or_fail(path: Path, overrides: list[str] | None) -> ExperimentConfig:
     try:
         return load_config(path, overrides or [])
     except ConfigError as err:
         fail(str(err))
-        raise  # unreachable: fail() exits
 
 
 @app.command()
@@ -148,14 +126,14 @@ def summary_table(summary: TrainSummary) -> str:
 
 @app.command()
 def ui(
-    run_dir: Annotated[str, typer.Option("--run-dir", help="Run dir of the embedded store.")] = "runs",
+    run_dir: StoreDirOpt = None,
     port: Annotated[int, typer.Option("--port")] = 5000,
     tracking_uri: TrackingOpt = None,
 ) -> None:
     """Serve the MLflow UI on 127.0.0.1 for the embedded store (or --tracking-uri)."""
     from orchestrl.tracking.ui import serve_ui, ui_command, ui_url
 
-    cmd, uri = ui_command(Path(run_dir), port, tracking_uri)
+    cmd, uri = ui_command(Path(run_dir or "runs"), port, tracking_uri)
     typer.echo(f"MLflow UI on {ui_url(port)} (store: {uri}); Ctrl-C to stop")
     raise typer.Exit(serve_ui(cmd))
 
@@ -198,12 +176,14 @@ _register_tracking_commands()
 
 
 def _register_deploy_commands() -> None:
-    from orchestrl.deploy.cli import ask_command, evaluate_command, plan_command, runs_app, serve_command
+    from orchestrl.deploy.cli import evaluate_command, runs_app, serve_command
+    from orchestrl.dotted import load
+    from orchestrl.envs.registry import app_commands
 
     app.command("evaluate")(evaluate_command)
-    app.command("plan")(plan_command)
     app.command("serve")(serve_command)
-    app.command("ask")(ask_command)
+    for name, path in app_commands().items():  # each env family's own (plan, ask)
+        app.command(name)(load(path))
     app.add_typer(runs_app, name="runs")
 
 
@@ -222,70 +202,70 @@ RunDirOpt = Annotated[
 ]
 
 
-def run_tune_command(
-    command: str,
-    config: Path,
-    options: dict[str, Any],
-    load: Callable[..., Any],
-    run: Callable[..., Any],
-    text: Callable[[Any], str],
-    errors: tuple[type[Exception], ...],
-) -> None:
+def run_tune_command(command: str, module: str, config: Path, run_dir: str | None, **launch: Any) -> None:
     """What ``sweep`` and ``curriculum`` share: load and validate the YAML, run its Tune experiment,
-    print the summary; an interrupted run exits with 130 and says how to resume."""
-    from orchestrl.tune.lifecycle import Launch
+    print the summary; an interrupted run exits with 130 and says how to resume. ``module`` (imported
+    only now: it brings Ray and torch) supplies the loader, runner, summary text and error types as
+    its ``COMMAND``, a :class:`~orchestrl.tune.lifecycle.TuneCommand`."""
+    import importlib
 
-    run_dir = options.pop("run_dir")
+    from orchestrl.tune.lifecycle import Launch, TuneCommand
+
+    kind: TuneCommand = importlib.import_module(module).COMMAND
     try:
-        summary = run(load(config, run_dir=run_dir), Launch(**options, echo=typer.echo))
-    except (ConfigError, *errors) as err:
+        summary = kind.run(kind.load(config, run_dir=run_dir), Launch(**launch, echo=typer.echo))
+    except (ConfigError, *kind.errors) as err:
         fail(str(err))
         return
-    typer.echo(text(summary))
+    typer.echo(kind.summary_text(summary))
     if summary.interrupted:
         typer.echo(f"resume with: orchestrl {command} {config} --resume")
         raise typer.Exit(130)
 
 
-@app.command()
-def sweep(
-    config: Annotated[Path, typer.Argument(help="Sweep YAML (see configs/sweeps/).")],
-    resume: ResumeOpt = False,
-    parent: ParentOpt = None,
-    run_dir: RunDirOpt = None,
-    address: AddressOpt = None,
-    tracking_uri: TrackingOpt = None,
-    verbose: VerboseOpt = False,
-) -> None:
-    """Run a hyperparameter sweep with Ray Tune: one MLflow parent run, a child run per trial."""
-    from orchestrl.tracking.journal import TrackingUnavailable
-    from orchestrl.tune.sweep import SweepError, load_sweep, run_sweep, summary_text
+def tune_command(name: str, module: str, config_help: str, doc: str) -> Callable[..., None]:
+    """Adds ``orchestrl NAME``, the command of the Tune-driven kind in ``module``: its YAML
+    (``config_help``), the options every such kind takes, ``doc`` as its help."""
 
-    options = {"resume": resume, "parent_run_id": parent, "run_dir": run_dir, "address": address}
-    options.update(tracking_uri=tracking_uri, verbose=verbose)
-    errors = (SweepError, TrackingUnavailable)
-    run_tune_command("sweep", config, options, load_sweep, run_sweep, summary_text, errors)
+    def command(
+        config: Path,
+        resume: ResumeOpt = False,
+        parent: ParentOpt = None,
+        run_dir: RunDirOpt = None,
+        address: AddressOpt = None,
+        tracking_uri: TrackingOpt = None,
+        verbose: VerboseOpt = False,
+    ) -> None:
+        run_tune_command(
+            name,
+            module,
+            config,
+            run_dir,
+            resume=resume,
+            parent_run_id=parent,
+            address=address,
+            tracking_uri=tracking_uri,
+            verbose=verbose,
+        )
+
+    command.__annotations__["config"] = Annotated[Path, typer.Argument(help=config_help)]
+    command.__name__ = command.__qualname__ = name
+    command.__doc__ = doc
+    return app.command(name)(command)
 
 
-@app.command()
-def curriculum(
-    config: Annotated[Path, typer.Argument(help="Curriculum YAML (see configs/curricula/).")],
-    resume: ResumeOpt = False,
-    parent: ParentOpt = None,
-    run_dir: RunDirOpt = None,
-    address: AddressOpt = None,
-    tracking_uri: TrackingOpt = None,
-    verbose: VerboseOpt = False,
-) -> None:
-    """Run curriculum stages in order, each starting from the previous stage's weights."""
-    from orchestrl.tracking.journal import TrackingUnavailable
-    from orchestrl.training.weight_carry import CarryError
-    from orchestrl.tune.curriculum import CurriculumError, load_curriculum, run_curriculum, summary_text
-
-    options = {"resume": resume, "parent_run_id": parent, "run_dir": run_dir, "address": address}
-    options.update(tracking_uri=tracking_uri, verbose=verbose)
-    errors = (CurriculumError, CarryError, TrackingUnavailable)
-    run_tune_command("curriculum", config, options, load_curriculum, run_curriculum, summary_text, errors)
+sweep = tune_command(
+    "sweep",
+    "orchestrl.tune.sweep",
+    "Sweep YAML (see configs/sweeps/).",
+    "Run a hyperparameter sweep with Ray Tune: one MLflow parent run, a child run per trial.",
+)
+curriculum = tune_command(
+    "curriculum",
+    "orchestrl.tune.curriculum",
+    "Curriculum YAML (see configs/curricula/).",
+    "Run curriculum stages in order, each starting from the previous stage's weights.",
+)
 
 
 @app.command()
@@ -309,8 +289,8 @@ def report(
     out: Annotated[
         Path | None, typer.Option("--out", help="Output folder (default RUN_DIR/reports/...).")
     ] = None,
-    no_log: Annotated[bool, typer.Option("--no-log", help="Do not log the report to MLflow.")] = False,
-    run_dir: Annotated[str, typer.Option("--run-dir", help="Run dir of the embedded store.")] = "runs",
+    no_log: NoLogOpt = False,
+    run_dir: StoreDirOpt = None,
     tracking_uri: TrackingOpt = None,
 ) -> None:
     """IQM, mean, 95% bootstrap CIs, P(improvement), learning curves and credit plots of runs."""
@@ -320,7 +300,7 @@ def report(
 
     if mode not in ("max", "min"):
         fail(f"--mode: expected max or min, got {mode!r}")
-    root = Path(run_dir)
+    root = Path(run_dir or "runs")
     quiet_environment(root)
     uri = resolve_tracking_uri(root, tracking_uri)
     try:

@@ -1,14 +1,29 @@
-"""Shared fixtures: one local Ray per test session (started only by tests that ask for it)."""
+"""Shared fixtures: one local Ray per test session (started only by tests that ask for it), and the
+fixtures that tests in several folders use (a Text2SQL bank, trained run folders in one MLflow store).
+
+Test files mirror the package (``tests/envs/orchestration`` tests ``orchestrl/envs/orchestration``, ...).
+Helper modules shared across folders live in ``tests/helpers/``, put on ``sys.path`` here, and are
+imported by their own names (``from deploy_helpers import ...``): ``from conftest import`` would find
+whichever folder's conftest was imported last. A folder's own fixtures are in its conftest.py; fixtures
+that several folders share are in their nearest common parent's (here, for folders under different
+top-level folders)."""
 
 from __future__ import annotations
 
 import os
 import shutil
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pytest
+
+if TYPE_CHECKING:
+    from orchestrl.envs.text2sql.bank import QuestionBank
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "helpers"))
 
 os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
@@ -63,3 +78,54 @@ def run_dir(tmp_path: Path) -> Path:
     path = tmp_path / "runs"
     path.mkdir()
     return path
+
+
+# --------------------------------------------------------------------------------------------
+# Text2SQL (tests/envs/text2sql and tests/apps/text2sql)
+
+
+@pytest.fixture(scope="session")
+def bank_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One generated bank of Text2SQL databases per test session, under pytest's tmp dir."""
+    return tmp_path_factory.mktemp("text2sql_bank")
+
+
+@pytest.fixture(scope="session")
+def bank(bank_dir: Path) -> QuestionBank:
+    from orchestrl.envs.text2sql.bank import load_bank
+
+    return load_bank(0, bank_dir)
+
+
+# --------------------------------------------------------------------------------------------
+# Trained teams (tests/deploy, tests/tracking and tests/apps/orchestration)
+
+
+@pytest.fixture(scope="session")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """Two run folders in one real MLflow store, each with the training run ``orchestrl train``
+    would have left (its tags): ``spread`` (ippo, simple_spread) and ``matrix`` (ippo, matrix
+    game): ``(checkpoint, run id)`` each, and the ``run_dir`` and ``store``. Their teams are made
+    in-process by ``deploy_helpers``."""
+    from deploy_helpers import tiny, write_run
+
+    from orchestrl.tracking import names
+    from orchestrl.tracking.store import RunStore, default_tracking_uri
+
+    run_dir = tmp_path_factory.mktemp("deploy") / "runs"
+    store = RunStore(default_tracking_uri(run_dir))
+    out: dict[str, Any] = {"run_dir": run_dir, "store": store}
+    for key, data in (
+        ("spread", tiny("ippo")),
+        ("matrix", {**tiny("ippo", "matrix_game"), "name": "tiny_matrix"}),
+    ):
+        checkpoint = write_run(run_dir, data)
+        tags = {
+            names.TAG_KIND: names.KIND_TRAIN,
+            names.TAG_CHECKPOINT: str(checkpoint),
+            names.TAG_CONFIG: str(checkpoint.parent.parent / names.CONFIG_FILE),
+        }
+        run_id = store.create_run(store.experiment(data["name"], run_dir), data["name"], tags)
+        store.set_terminated(run_id, "FINISHED")
+        out[key] = (checkpoint, run_id)
+    return out

@@ -2,8 +2,8 @@
 
 LEMON trains its orchestrator supervised on valid specs before counterfactual RL: without that
 warm start, early rollouts are mostly invalid and no edit changes anything (arXiv 2605.14483,
-ablations). NeuroMAS' seed write-up clones an expert for the same reason: random play succeeds on
-about 0.1% of Text2SQL questions. Here the expert is the env's own (``env.expert_actions()``), and
+ablations). NeuroMAS' seed write-up clones an expert for the same reason: random play almost never
+answers a Text2SQL question. Here the expert is the env's own (``env.expert_actions()``), and
 
     L_BC = -E_(o, a*) ~ D [ sum_c log pi_c(a*_c | o) ]          (masked logits, every component c)
 

@@ -19,10 +19,11 @@ from __future__ import annotations
 import sys
 from datetime import datetime
 from pathlib import Path
-from typing import Annotated, NoReturn
+from typing import Annotated
 
 import typer
 
+from orchestrl.cli_options import fail
 from orchestrl.cluster import lifecycle
 from orchestrl.cluster.connection import DEFAULT_ADDRESS, resolve_address
 from orchestrl.cluster.errors import JobsError, SubmitRefusedError
@@ -48,11 +49,6 @@ AddressOption = Annotated[
 ]
 
 
-def _fail(message: str, code: int) -> NoReturn:
-    typer.echo(f"error: {message}", err=True)
-    raise typer.Exit(code)
-
-
 def _error_code(err: JobsError) -> int:
     return 2 if isinstance(err, SubmitRefusedError) else 1
 
@@ -68,7 +64,7 @@ def _finish(summary: lifecycle.JobSummary) -> None:
     if code == 0:
         typer.echo(line, err=True)
         return
-    _fail(line, code)
+    fail(line, code)
 
 
 def _follow(job_id: str, address: str | None) -> None:
@@ -82,7 +78,7 @@ def _follow(job_id: str, address: str | None) -> None:
         )
         raise typer.Exit(130) from None
     except JobsError as err:  # e.g. the tunnel closed while following
-        _fail(str(err), _error_code(err))
+        fail(str(err), _error_code(err))
     _finish(summary)
 
 
@@ -124,7 +120,7 @@ def submit_command(
             args, address=address, project_dir=project_dir, requirements=requirements, dry_run=dry_run
         )
     except JobsError as err:
-        _fail(str(err), _error_code(err))
+        fail(str(err), _error_code(err))
     for note in plan.notes:
         typer.echo(f"note: {note}", err=True)
     target = resolve_address(address)
@@ -166,7 +162,7 @@ def list_command(address: AddressOption = None) -> None:
     try:
         rows = lifecycle.list_jobs(address)
     except JobsError as err:
-        _fail(str(err), _error_code(err))
+        fail(str(err), _error_code(err))
     if not rows:
         typer.echo("no jobs")
         return
@@ -192,7 +188,7 @@ def logs_command(
             return
         text = lifecycle.logs(job_id, address)
     except JobsError as err:
-        _fail(str(err), _error_code(err))
+        fail(str(err), _error_code(err))
     sys.stdout.write(text)
     sys.stdout.flush()
 
@@ -209,7 +205,7 @@ def stop_command(
     try:
         outcome = lifecycle.stop(job_id, address=address, wait_s=wait)
     except JobsError as err:
-        _fail(str(err), _error_code(err))
+        fail(str(err), _error_code(err))
     job = outcome.job
     if not outcome.requested:
         typer.echo(f"job {job_id} had already ended: {job.status}")

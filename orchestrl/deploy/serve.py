@@ -12,31 +12,22 @@ Routes:
   ``{"actions": {agent: action}}``, the greedy joint action
   (:class:`~orchestrl.experiment.policy.TrainedPolicy`; observations as the env the team trained on
   gives them, JSON numbers and lists, objects for Dict spaces);
-- ``POST /ask``, for a Text2SQL team: ``{"question": ..., "database": NAME}`` -> ``{"sql": ...,
-  "rows": [...], "error": ...}`` about a SQLite file registered with ``--database NAME=FILE``
-  (:class:`orchestrl.deploy.ask.AskEndpoint`).
+- the endpoints of the team's env family, declared in its registry entry
+  (:mod:`orchestrl.deploy.endpoints`): ``POST /plan`` for an orchestration team, ``POST /ask`` for
+  a Text2SQL team.
 
 A bad request gets HTTP 4xx and ``{"error": "<field>: <what is wrong>", "field": "<field>"}``,
 the field as a dotted path (``observations.agent_0``); an unknown route 404, a wrong method 405.
-
-**Endpoints per env family.** :data:`ENDPOINTS` lists, per env family, the endpoints its teams
-serve besides ``/act`` (``"*"``: every family). An endpoint is a class built from the
-:class:`ServedTeam` with a ``path`` and ``__call__(body: dict) -> dict`` that raises
-:class:`RequestError` (field, message) on bad input; :class:`ActEndpoint` is the model. A family
-adds one by writing that class in its own module and listing ``"module:Class"`` under its family.
 """
 
 from __future__ import annotations
 
-import importlib
 import json
 import logging
 import time
-from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
-from orchestrl.experiment.policy import ObservationError, TrainedPolicy, to_json
+from orchestrl.deploy.endpoints import RequestError, ServedTeam, build_endpoints
 
 APP_NAME = "orchestrl"
 SERVE_NAMESPACE = "serve"
@@ -53,71 +44,6 @@ def serve_environment() -> None:
 
     for key, value in SERVE_ENVIRONMENT.items():
         os.environ.setdefault(key, value)
-
-
-class RequestError(ValueError):
-    """A request the endpoint cannot answer: ``field`` names the culprit (a dotted JSON path)."""
-
-    def __init__(self, field: str, message: str, status: int = 400) -> None:
-        super().__init__(f"{field}: {message}")
-        self.field = field
-        self.message = message
-        self.status = status
-
-
-@dataclass
-class ServedTeam:
-    """Everything an endpoint may be built from; pickled into the application for the replicas."""
-
-    policy: TrainedPolicy
-    checkpoint: str
-    family: str
-    experiment: dict[str, Any] = field(default_factory=dict)
-    """The run's resolved experiment config (``ExperimentConfig.to_dict()``)."""
-    databases: dict[str, str] = field(default_factory=dict)
-    """Text2SQL: the SQLite files ``POST /ask`` answers about, name -> path (``--database``)."""
-
-
-class Endpoint(Protocol):
-    path: str
-
-    def __call__(self, body: Mapping[str, Any]) -> dict[str, Any]: ...
-
-
-class ActEndpoint:
-    """``POST /act``: observations -> the greedy joint action, for any env."""
-
-    path = "/act"
-
-    def __init__(self, team: ServedTeam) -> None:
-        self.policy = team.policy
-
-    def __call__(self, body: Mapping[str, Any]) -> dict[str, Any]:
-        if "observations" not in body:
-            raise RequestError("observations", "required: an object of agent -> observation")
-        try:
-            observations = self.policy.observations(body["observations"])
-        except ObservationError as err:
-            raise RequestError(err.field, err.message) from None
-        return {"actions": to_json(self.policy.act(observations))}
-
-
-ENDPOINTS: dict[str, tuple[str, ...]] = {
-    "*": ("orchestrl.deploy.serve:ActEndpoint",),
-    "text2sql": ("orchestrl.deploy.ask:AskEndpoint",),
-    "orchestration": ("orchestrl.deploy.plan:PlanEndpoint",),
-}
-"""Env family (``orchestrl envs``) -> the endpoints its teams serve (module docstring)."""
-
-
-def build_endpoints(team: ServedTeam) -> dict[str, Endpoint]:
-    """The endpoints of ``team``'s family, by path."""
-    out: dict[str, Endpoint] = {}
-    for path in (*ENDPOINTS["*"], *ENDPOINTS.get(team.family, ())):
-        module, _, name = path.partition(":")
-        endpoint = getattr(importlib.import_module(module), name)(team)
-        out[endpoint.path] = endpoint
-    return out
 
 
 class TeamRouter:

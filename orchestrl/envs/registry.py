@@ -1,19 +1,30 @@
-"""The one listing of environments an experiment can name.
+"""The one listing of environments an experiment can name, and of what each env family brings.
 
 Each entry points at a factory that returns a PettingZoo ``ParallelEnv``. Factories are imported
-lazily by dotted path, so listing envs never imports torch, pandas or an env's dependencies, and
-remote env runners import them from the installed package, not from the driver's working dir.
+lazily by dotted path (:func:`orchestrl.dotted.load`), so listing envs never imports torch, pandas
+or an env's dependencies, and remote env runners import them from the installed package, not from
+the driver's working dir.
+
+An entry also declares what its family adds to the platform, so that the generic layers (training,
+tune, tracking, deploy) never name an env: the HTTP endpoints its trained teams serve besides
+``/act``, the CLI commands that use them (``orchestrl plan``, ``orchestrl ask``), and the
+environment variables a command sets to a folder of its run dir before anything starts (a task
+cache). Endpoints and commands live in ``orchestrl.apps.<family>``, above every generic layer; the
+registry names them by path and imports nothing of them.
 """
 
 from __future__ import annotations
 
-import importlib
 import inspect
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from pettingzoo import ParallelEnv
+
+from orchestrl.dotted import load
+from orchestrl.envs.orchestration.task_store import ENV_VAR as TASK_STORE_VAR
 
 
 class UnknownEnvError(KeyError):
@@ -41,6 +52,12 @@ class EnvEntry:
         cache_kwarg: a kwarg naming a data/cache directory; when an experiment leaves it unset the
             builder points it at ``<run_dir>/cache/<env name>`` (absolute, so remote env runners
             on this machine share one copy whatever their working directory).
+        endpoints: ``"module:Class"`` of each HTTP endpoint the family's teams serve besides
+            ``/act`` (:mod:`orchestrl.deploy.endpoints` says what an endpoint is).
+        commands: CLI command name -> ``"module:function"`` (a typer command), mounted by
+            ``orchestrl/cli.py``.
+        run_dir_env: environment variable -> folder under the run dir; every command sets each
+            (unless already set) before Ray starts, so Ray's local workers inherit it.
     """
 
     name: str
@@ -52,13 +69,16 @@ class EnvEntry:
     default_horizon: int = 1
     defaults: Mapping[str, Any] = field(default_factory=dict)
     cache_kwarg: str | None = None
+    endpoints: tuple[str, ...] = ()
+    commands: Mapping[str, str] = field(default_factory=dict)
+    run_dir_env: Mapping[str, str] = field(default_factory=dict)
 
     def load(self) -> Callable[..., ParallelEnv]:
-        return _import(self.factory)
+        return load(self.factory)
 
     def accepted_kwargs(self) -> set[str] | None:
         """Names the factory accepts, or None when it takes anything."""
-        target = _import(self.signature_of or self.factory)
+        target = load(self.signature_of or self.factory)
         params = inspect.signature(target).parameters.values()
         if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
             return None
@@ -81,11 +101,6 @@ class EnvEntry:
 
     def make(self, **kwargs: Any) -> ParallelEnv:
         return self.load()(**{**self.defaults, **kwargs})
-
-
-def _import(path: str) -> Any:
-    module, _, attr = path.partition(":")
-    return getattr(importlib.import_module(module), attr)
 
 
 def _mpe(name: str, module: str, summary: str) -> EnvEntry:
@@ -123,6 +138,10 @@ ENVS: dict[str, EnvEntry] = {
             family="orchestration",
             horizon_key="rounds",
             default_horizon=2,
+            endpoints=("orchestrl.apps.orchestration.plan:PlanEndpoint",),
+            commands={"plan": "orchestrl.apps.orchestration.cli:plan_command"},
+            # Generated tasks, shared by every run and process of a run dir (task_store.py).
+            run_dir_env={TASK_STORE_VAR: "cache/tasks"},
         ),
         EnvEntry(
             name="text2sql",
@@ -131,6 +150,8 @@ ENVS: dict[str, EnvEntry] = {
             family="text2sql",
             default_horizon=1,
             cache_kwarg="data_dir",
+            endpoints=("orchestrl.apps.text2sql.ask:AskEndpoint",),
+            commands={"ask": "orchestrl.apps.text2sql.cli:ask_command"},
         ),
         EnvEntry(
             name="matrix_game",
@@ -153,6 +174,23 @@ def get_env(name: str) -> EnvEntry:
         return ENVS[name]
     except KeyError:
         raise UnknownEnvError(f"unknown env '{name}' (registered: {', '.join(sorted(ENVS))})") from None
+
+
+def family_endpoints(family: str) -> tuple[str, ...]:
+    """The endpoints (``"module:Class"``) the teams of ``family`` serve besides ``/act``."""
+    paths = (path for e in ENVS.values() if e.family == family for path in e.endpoints)
+    return tuple(dict.fromkeys(paths))
+
+
+def app_commands() -> dict[str, str]:
+    """Every entry's CLI commands, name -> ``"module:function"``."""
+    return {name: path for e in ENVS.values() for name, path in e.commands.items()}
+
+
+def run_dir_environment(run_dir: Path) -> dict[str, str]:
+    """Every entry's ``run_dir_env``, as variable -> absolute folder under ``run_dir``."""
+    root = run_dir.resolve()
+    return {var: str(root / folder) for e in ENVS.values() for var, folder in e.run_dir_env.items()}
 
 
 def make_env(name: str, **kwargs: Any) -> ParallelEnv:

@@ -7,9 +7,10 @@ lazily so ``orchestrl algos`` stays fast.
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass
 from typing import Any
+
+from orchestrl.dotted import load
 
 
 class UnknownAlgorithmError(KeyError):
@@ -28,16 +29,11 @@ class AlgorithmEntry:
 
     @property
     def config_class(self) -> Any:
-        return _import(self.config_path)
+        return load(self.config_path)
 
     @property
     def configure(self) -> Any:
-        return _import(self.configure_path)
-
-
-def _import(path: str) -> Any:
-    module, _, attr = path.partition(":")
-    return getattr(importlib.import_module(module), attr)
+        return load(self.configure_path)
 
 
 ALGORITHMS: dict[str, AlgorithmEntry] = {

@@ -57,10 +57,10 @@ def build_ppo_config(
     learners that asked for GPUs train on CPU instead of waiting forever for one.
     """
     env = env or probe_env(cfg)
-    algo = get_algorithm(cfg.algorithm.name)
-    knobs = algo.config_class.model_validate(cfg.algorithm.knobs())
     context = BuildContext(env=env, model=cfg.model, warm_start=cfg.warm_start)
-    return algo.configure(base_ppo_config(cfg, gpus_available=gpus_available), knobs, context)
+    configure = get_algorithm(cfg.algorithm.name).configure
+    knobs = cfg.algorithm.typed_knobs()  # validated once, by validate_config
+    return configure(base_ppo_config(cfg, gpus_available=gpus_available), knobs, context)
 
 
 def base_ppo_config(cfg: ExperimentConfig, *, gpus_available: float | None = None) -> PPOConfig:
@@ -83,8 +83,9 @@ def base_ppo_config(cfg: ExperimentConfig, *, gpus_available: float | None = Non
             num_envs_per_env_runner=res.envs_per_env_runner,
             num_cpus_per_env_runner=res.cpus_per_env_runner,
             # RLlib 2.60 re-numpy-izes every finished episode of a sample() call after each env
-            # step (MultiAgentEnvRunner._sample), quadratic in episodes per call: 70% of sampling
-            # time for LEMON's 2-step episodes. The learner pipeline batches list episodes as well.
+            # step (MultiAgentEnvRunner._sample), quadratic in episodes per call: most of the
+            # sampling time for LEMON's 2-step episodes. The learner pipeline batches list
+            # episodes as well.
             episodes_to_numpy=False,
         )
         .learners(

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
 
 from orchestrl.algorithms.context import ModelSection, WarmStartSection
 from orchestrl.errors import ConfigError
@@ -39,13 +39,27 @@ class EnvSection(_Section):
 
 
 class AlgorithmSection(BaseModel):
-    """``name`` picks the algorithm; every other key belongs to that algorithm's config class."""
+    """``name`` picks the algorithm; every other key belongs to that algorithm's config class.
 
-    model_config = ConfigDict(extra="allow")
+    Frozen, so the typed knobs, validated once, always match the keys."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
     name: str
+    _typed: BaseModel | None = PrivateAttr(default=None)
 
     def knobs(self) -> dict[str, Any]:
+        """The algorithm's keys as written (without ``name``)."""
         return dict(self.model_extra or {})
+
+    def typed_knobs(self) -> BaseModel:
+        """The knobs as an instance of the algorithm's config class, validated on the first call
+        (:func:`validate_config` makes it, turning a pydantic ``ValidationError`` into a
+        :class:`ConfigError`) and kept."""
+        if self._typed is None:
+            from orchestrl.experiment.algorithms import get_algorithm
+
+            self._typed = get_algorithm(self.name).config_class.model_validate(self.knobs())
+        return self._typed
 
 
 class TrainingSection(_Section):
@@ -244,11 +258,11 @@ def validate_config(data: Mapping[str, Any], source: str = "<config>") -> Experi
     except EnvKwargError as err:
         raise ConfigError(f"{source}: env.kwargs: {err}") from None
     try:
-        algo = get_algorithm(cfg.algorithm.name)
+        get_algorithm(cfg.algorithm.name)
     except UnknownAlgorithmError as err:
         raise ConfigError(f"{source}: algorithm.name: {err.args[0]}") from None
     try:
-        algo.config_class.model_validate(cfg.algorithm.knobs())
+        cfg.algorithm.typed_knobs()
     except ValidationError as err:
         raise ConfigError(f"{source}: {first_error(err, prefix='algorithm')}") from None
     return cfg

@@ -392,8 +392,8 @@ class Journal:
         old.unlink(missing_ok=True)
 
     def _save_cursor(self) -> None:
-        """The entries file's generation and the cursor, in one fixed-size write in place (a
-        rename per entry sent cost ~0.1 ms more)."""
+        """The entries file's generation and the cursor, in one fixed-size write in place (cheaper
+        than a rename per entry sent)."""
         assert self._cursor_fd is not None
         os.pwrite(self._cursor_fd, f"{self._generation:010d} {self._cursor:020d}\n".encode(), 0)
 

@@ -1,6 +1,6 @@
 """What of RLlib's result is worth a curve, and the files a run folder keeps besides MLflow.
 
-RLlib's result dict has about 300 keys; users read a handful. :func:`curate` picks them, under the
+RLlib's result dict has hundreds of keys; users read a handful. :func:`curate` picks them, under the
 names of :mod:`orchestrl.tracking.names`, for ``orchestrl train``, Tune trials and MLflow alike.
 """
 

@@ -1,6 +1,6 @@
 """MLflow for Tune trials: one nested child run per trial, logged from the driver.
 
-Tune's own ``MLflowLoggerCallback`` logs RLlib's whole flattened config (~300 params) and slash
+Tune's own ``MLflowLoggerCallback`` logs RLlib's whole flattened config (hundreds of params) and slash
 paths of the raw result. This callback logs what ``orchestrl train`` logs instead: the trial's
 experiment config as dotted params (our keys), the curated metrics per iteration (step = training
 iteration), and at the end config.yaml, learning_curve.png and the final checkpoint as artifacts.

@@ -14,8 +14,8 @@ def ui_command(run_dir: Path, port: int, tracking_uri: str | None = None) -> tup
     """The ``mlflow server`` command line serving ``run_dir``'s store, and the store's URI.
 
     One server worker: the UI has one user on this machine, and MLflow's default of four workers,
-    each importing MLflow, took ~28 s to answer on a 2-core machine at load 5 against ~7 s for one (with the
-    job runner off, see ``serve_ui``)."""
+    each importing MLflow, answers much later on a small machine than one does (with the job runner
+    off, see ``serve_ui``)."""
     uri = resolve_tracking_uri(run_dir, tracking_uri)
     cmd = [
         sys.executable, "-m", "mlflow", "server",

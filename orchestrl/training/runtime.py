@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
-from orchestrl.envs.orchestration.task_store import ENV_VAR as TASK_STORE_VAR
+from orchestrl.envs.registry import run_dir_environment
 from orchestrl.experiment.config import ResourcesSection
 
 
@@ -25,17 +25,18 @@ def quiet_environment(run_dir: Path) -> None:
     """Environment defaults set before Ray or MLflow are imported by a command."""
     os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
     # One intra-op thread for the driver's learner (Ray already does this for its workers): with
-    # OpenMP's spinning threads, a 2-thread learner next to a busy process ran 10x slower here
-    # (mappo demo: 91 vs 933 env steps/s). Export OMP_NUM_THREADS to choose otherwise.
+    # OpenMP's spinning threads, a 2-thread learner next to a busy process runs many times slower.
+    # Export OMP_NUM_THREADS to choose otherwise.
     threads = os.environ.setdefault("OMP_NUM_THREADS", "1")
     if "torch" in sys.modules:  # imported already (validating a config imports the algorithm)
         sys.modules["torch"].set_num_threads(int(threads))
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     os.environ.setdefault("MLFLOW_LOGGING_LEVEL", "WARNING")
     os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", str(run_dir.resolve() / "cache" / "torchinductor"))
-    # Generated orchestration tasks, shared by every run and process of this run dir (Ray's local
-    # workers inherit it): a run on a pool of 1,000 tasks no longer generates them all again.
-    os.environ.setdefault(TASK_STORE_VAR, str(run_dir.resolve() / "cache" / "tasks"))
+    # What the registered envs keep under the run dir (a task cache), for every process of this run
+    # dir: Ray's local workers inherit it.
+    for var, folder in run_dir_environment(run_dir).items():
+        os.environ.setdefault(var, folder)
 
 
 def silence_noise(verbose: bool) -> None:

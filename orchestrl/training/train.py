@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from orchestrl.algorithms.credit.table import CREDIT_TABLE_KEY
+from orchestrl.algorithms.callbacks import CREDIT_TABLE_KEY
 from orchestrl.experiment.config import ExperimentConfig, load_config
 from orchestrl.tracking import names
 from orchestrl.tracking.journal import TrackingUnavailable

@@ -37,23 +37,14 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field, model_validator
 
-from orchestrl.experiment.config import ConfigError, ExperimentConfig, read_yaml, validate_config
+from orchestrl.experiment.config import ConfigError, ExperimentConfig, validate_config
 from orchestrl.tracking import names
 from orchestrl.tracking.journal import TrackingUnavailable
 from orchestrl.tracking.store import RunInfo, RunStore
-from orchestrl.tune.lifecycle import (
-    DEFAULT_LAUNCH,
-    Echo,
-    Launch,
-    ParentRun,
-    SpecModel,
-    TuneRun,
-    TuneRunSpec,
-    apply_trial_resources,
-    parent_run,
-    validate_spec,
-)
-from orchestrl.tune.search_space import check_metric, check_override, load_base
+from orchestrl.training.weight_carry import CarryError
+from orchestrl.tune.lifecycle import DEFAULT_LAUNCH, Echo, Launch, ParentRun, TuneCommand, parent_run
+from orchestrl.tune.search_space import check_metric, check_override
+from orchestrl.tune.spec import SpecModel, TuneRun, TuneRunSpec, load_spec
 
 if TYPE_CHECKING:
     from ray.tune import Callback
@@ -116,11 +107,7 @@ class CurriculumSpec(TuneRunSpec):
 
 @dataclass
 class Curriculum(TuneRun):
-    path: Path
     spec: CurriculumSpec
-    base_path: Path
-    base: dict[str, Any]
-    cfg: ExperimentConfig
     stages: list[tuple[StageSpec, ExperimentConfig]]
     """Each stage with its experiment as validated (placeholders filled with stand-ins)."""
 
@@ -165,10 +152,7 @@ def stage_experiment(
 
 def load_curriculum(path: str | Path, run_dir: str | None = None) -> Curriculum:
     """Reads and validates a curriculum YAML: the base, every stage's experiment, every rule."""
-    path = Path(path)
-    spec: CurriculumSpec = validate_spec(CurriculumSpec, read_yaml(path), str(path))
-    base_path, base, cfg = load_base(path, spec.base, spec.overrides, run_dir)
-    base, cfg = apply_trial_resources(path, base, spec.trial_resources)
+    path, spec, base_path, base, cfg = load_spec(CurriculumSpec, path, run_dir)
     names = [s.name for s in spec.stages]
     if len(set(names)) != len(names):
         raise ConfigError(f"{path}: stages: stage names must be unique (got {names})")
@@ -527,3 +511,9 @@ def _best_episode_text(checkpoint: str | None) -> str | None:
     if pipeline.is_file():
         text += f"\n\nits generated pipeline, {pipeline}:\n{pipeline.read_text().rstrip()}"
     return text
+
+
+COMMAND = TuneCommand(
+    load_curriculum, run_curriculum, summary_text, errors=(CurriculumError, CarryError, TrackingUnavailable)
+)
+"""What ``orchestrl curriculum`` runs."""

@@ -1,9 +1,10 @@
-"""What a sweep and a curriculum share: the spec fields, the parent MLflow run and its resume.
+"""What running a sweep or a curriculum shares: how it is launched, the parent MLflow run and its
+resume, and what the CLI needs of each (:class:`TuneCommand`).
 
-Both are YAML files that name a base experiment, validated before Ray starts, and both run as Tune
-experiments recorded as one MLflow tree: a parent run (its kind, the spec's name, its params and
-the YAML itself) with a child run per trial or stage. ``--resume`` finds the latest unfinished
-parent of the same spec (or the one ``--parent`` names) and goes on logging into it.
+Both run as Tune experiments recorded as one MLflow tree: a parent run (its kind, the spec's name,
+its params and the YAML itself) with a child run per trial or stage. ``--resume`` finds the latest
+unfinished parent of the same spec (or the one ``--parent`` names) and goes on logging into it.
+What their YAML files share, and reading one, is :mod:`orchestrl.tune.spec`.
 """
 
 from __future__ import annotations
@@ -11,18 +12,8 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
-
-from orchestrl.experiment.config import (
-    ConfigError,
-    ExperimentConfig,
-    apply_overrides,
-    first_error,
-    validate_config,
-)
 from orchestrl.tracking import names
 from orchestrl.tracking.store import (
     RunInfo,
@@ -33,66 +24,9 @@ from orchestrl.tracking.store import (
     run_tags,
 )
 from orchestrl.training.runtime import quiet_environment, ray_session, silence_noise
-from orchestrl.tune.search_space import check_override
+from orchestrl.tune.spec import TuneRun
 
 Echo = Callable[[str], Any]
-
-
-class SpecModel(BaseModel):
-    """A section of a sweep or curriculum YAML: unknown keys are errors."""
-
-    model_config = ConfigDict(extra="forbid")
-
-
-class TuneRunSpec(SpecModel):
-    """What a sweep YAML and a curriculum YAML share: the base experiment and how trials run."""
-
-    name: str
-    base: str
-    """The base experiment YAML (relative to this file, or to the working directory)."""
-    overrides: dict[str, Any] = Field(default_factory=dict)
-    """Dotted experiment keys set on the base for every trial."""
-    trial_resources: dict[str, Any] = Field(default_factory=lambda: {"env_runners": 0})
-    """``resources.*`` keys set for trials (default: sample in the trial's own process)."""
-    checkpoint_every: int = Field(1, ge=1)
-    """Trial checkpoint frequency in iterations (what a resume or PBT continues from)."""
-    keep_checkpoints: int = Field(2, ge=1)
-    experiment: str | None = None
-    """MLflow experiment (default: the YAML's name)."""
-
-
-class TuneRun:
-    """What a loaded sweep and a loaded curriculum share (both are dataclasses with these fields)."""
-
-    path: Path
-    spec: TuneRunSpec
-    cfg: ExperimentConfig
-
-    @property
-    def experiment(self) -> str:
-        return self.spec.experiment or self.spec.name
-
-    @property
-    def run_dir(self) -> Path:
-        return Path(self.cfg.run_dir)
-
-
-def validate_spec(model: type[BaseModel], data: dict[str, Any], source: str) -> Any:
-    try:
-        return model.model_validate(data)
-    except ValidationError as err:
-        raise ConfigError(f"{source}: {first_error(err)}") from None
-
-
-def apply_trial_resources(
-    path: Path, base: dict[str, Any], trial_resources: dict[str, Any]
-) -> tuple[dict[str, Any], ExperimentConfig]:
-    """``base`` with ``resources.<key>`` set for each trial resource, each checked on its own."""
-    overrides = {f"resources.{k}": v for k, v in trial_resources.items()}
-    for key, value in overrides.items():
-        check_override(base, key, value, f"{path}: trial_{key}")
-    base = apply_overrides(base, overrides)
-    return base, validate_config(base, source=str(path))
 
 
 @dataclass(frozen=True)
@@ -110,6 +44,20 @@ class Launch:
 
 
 DEFAULT_LAUNCH = Launch()
+
+
+@dataclass(frozen=True)
+class TuneCommand:
+    """What ``orchestrl sweep`` and ``orchestrl curriculum`` take from their module (its ``COMMAND``):
+    the CLI loads the YAML, runs it and prints its summary; ``errors`` (and a ``ConfigError``)
+    end the command with their one line and exit code 2."""
+
+    load: Callable[..., TuneRun]
+    """``load(path, run_dir=...)``: the YAML as validated."""
+    run: Callable[[Any, Launch], Any]
+    """``run(loaded, launch)``: the summary, whose ``interrupted`` says whether a resume is due."""
+    summary_text: Callable[[Any], str]
+    errors: tuple[type[Exception], ...]
 
 
 @dataclass

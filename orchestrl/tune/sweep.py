@@ -33,22 +33,13 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field
 
-from orchestrl.experiment.config import ConfigError, ExperimentConfig, read_yaml
+from orchestrl.experiment.config import ConfigError, ExperimentConfig
 from orchestrl.tracking import names
 from orchestrl.tracking.journal import TrackingUnavailable
 from orchestrl.tracking.store import RunInfo, RunStore
-from orchestrl.tune.lifecycle import (
-    DEFAULT_LAUNCH,
-    Echo,
-    Launch,
-    SpecModel,
-    TuneRun,
-    TuneRunSpec,
-    apply_trial_resources,
-    parent_run,
-    validate_spec,
-)
-from orchestrl.tune.search_space import Dimension, check_metric, load_base, parse_space
+from orchestrl.tune.lifecycle import DEFAULT_LAUNCH, Echo, Launch, TuneCommand, parent_run
+from orchestrl.tune.search_space import Dimension, check_metric, parse_space
+from orchestrl.tune.spec import SpecModel, TuneRun, TuneRunSpec, load_spec
 
 if TYPE_CHECKING:
     from ray.tune import Callback, ResultGrid
@@ -94,21 +85,13 @@ class SweepSpec(TuneRunSpec):
 class Sweep(TuneRun):
     """A validated sweep, ready to run."""
 
-    path: Path
     spec: SweepSpec
-    base_path: Path
-    base: dict[str, Any]
-    """The base experiment dict (overrides and trial resources applied, run_dir absolute)."""
-    cfg: ExperimentConfig
     dims: dict[str, Dimension]
 
 
 def load_sweep(path: str | Path, run_dir: str | None = None) -> Sweep:
     """Reads and validates a sweep YAML, its base experiment and its search space."""
-    path = Path(path)
-    spec: SweepSpec = validate_spec(SweepSpec, read_yaml(path), str(path))
-    base_path, base, cfg = load_base(path, spec.base, spec.overrides, run_dir)
-    base, cfg = apply_trial_resources(path, base, spec.trial_resources)
+    path, spec, base_path, base, cfg = load_spec(SweepSpec, path, run_dir)
     dims = parse_space(spec.space, base, str(path))
     check_metric(spec.metric, str(path), "metric")
     grid = [d.key for d in dims.values() if d.kind == "grid"]
@@ -465,3 +448,7 @@ def summary_text(summary: SweepSummary, max_rows: int = 20) -> str:
         f"report: orchestrl report {summary.parent_run_id}",
     ]
     return "\n".join(lines)
+
+
+COMMAND = TuneCommand(load_sweep, run_sweep, summary_text, errors=(SweepError, TrackingUnavailable))
+"""What ``orchestrl sweep`` runs."""

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import socket
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -14,14 +15,16 @@ from typer.testing import CliRunner
 
 from orchestrl.cli import app
 from orchestrl.deploy import serve
+from orchestrl.deploy.endpoints import RequestError, ServedTeam
 from orchestrl.deploy.team import find_team
+from orchestrl.envs.registry import ENVS
 
 
 @pytest.fixture(scope="module")
-def team(runs: dict[str, Any]) -> serve.ServedTeam:
+def team(runs: dict[str, Any]) -> ServedTeam:
     checkpoint, _ = runs["matrix"]
     found = find_team(str(checkpoint))
-    return serve.ServedTeam(found.policy(found.rllib_config("train")), str(checkpoint), "matrix")
+    return ServedTeam(found.policy(found.rllib_config("train")), str(checkpoint), "matrix")
 
 
 def post(router: serve.TeamRouter, path: str, body: Any) -> tuple[int, dict[str, Any]]:
@@ -29,7 +32,7 @@ def post(router: serve.TeamRouter, path: str, body: Any) -> tuple[int, dict[str,
     return router.handle("POST", path, raw)
 
 
-def test_act_and_the_index(team: serve.ServedTeam) -> None:
+def test_act_and_the_index(team: ServedTeam) -> None:
     router = serve.TeamRouter(team)
     status, index = router.handle("GET", "/", b"")
     assert status == 200
@@ -58,7 +61,7 @@ def test_act_and_the_index(team: serve.ServedTeam) -> None:
     ],
 )
 def test_a_bad_request_gets_4xx_and_names_the_field(
-    team: serve.ServedTeam, method: str, path: str, body: Any, status: int, field: str, message: str
+    team: ServedTeam, method: str, path: str, body: Any, status: int, field: str, message: str
 ) -> None:
     raw = body if isinstance(body, bytes) else json.dumps(body).encode()
     got, payload = serve.TeamRouter(team).handle(method, path, raw)
@@ -71,23 +74,25 @@ class EchoEndpoint:
     """A family's own endpoint, as /plan and /ask plug in."""
 
     path = "/echo"
+    summary = "text -> the same text"
 
-    def __init__(self, team: serve.ServedTeam) -> None:
+    def __init__(self, team: ServedTeam) -> None:
         self.family = team.family
 
     def __call__(self, body: Mapping[str, Any]) -> dict[str, Any]:
         if "text" not in body:
-            raise serve.RequestError("text", "required")
+            raise RequestError("text", "required")
         return {"family": self.family, "text": body["text"]}
 
 
-def test_an_env_family_adds_its_endpoints(team: serve.ServedTeam, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(serve.ENDPOINTS, "matrix", (f"{__name__}:EchoEndpoint",))
+def test_an_env_family_adds_its_endpoints(team: ServedTeam, monkeypatch: pytest.MonkeyPatch) -> None:
+    entry = ENVS["matrix_game"]
+    monkeypatch.setitem(ENVS, "matrix_game", replace(entry, endpoints=(f"{__name__}:EchoEndpoint",)))
     router = serve.TeamRouter(team)
     assert router.index["endpoints"] == {"/act": "POST", "/echo": "POST"}
     assert post(router, "/echo", {"text": "hi"}) == (200, {"family": "matrix", "text": "hi"})
     assert post(router, "/echo", {}) == (400, {"error": "text: required", "field": "text"})
-    other = serve.TeamRouter(serve.ServedTeam(team.policy, team.checkpoint, "mpe"))
+    other = serve.TeamRouter(ServedTeam(team.policy, team.checkpoint, "mpe"))
     assert other.index["endpoints"] == {"/act": "POST"}
 
 

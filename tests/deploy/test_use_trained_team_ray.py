@@ -19,6 +19,7 @@ from typer.testing import CliRunner
 
 from orchestrl.cli import app, summary_table
 from orchestrl.deploy import serve
+from orchestrl.deploy.endpoints import ServedTeam
 from orchestrl.deploy.team import find_team
 from orchestrl.experiment.config import validate_config
 from orchestrl.experiment.policy import to_json
@@ -90,7 +91,7 @@ def test_serve_answers_act_over_http_concurrently_and_rejects_bad_requests(train
     team = find_team(trained.checkpoint)
     policy = team.policy(team.rllib_config("train"))
     port = free_port()
-    url = serve.start(serve.ServedTeam(policy, trained.checkpoint, "mpe"), host="127.0.0.1", port=port)
+    url = serve.start(ServedTeam(policy, trained.checkpoint, "mpe"), host="127.0.0.1", port=port)
     try:
         status, index = call(f"{url}/", method="GET")
         assert status == 200 and set(index["agents"]) == {"agent_0", "agent_1"}

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from pydantic import ValidationError
 
 from orchestrl.experiment.config import ConfigError, load_config, parse_overrides
 
@@ -45,6 +46,15 @@ def test_overrides_are_typed_and_dotted(tmp_path: Path) -> None:
     assert cfg.training.lr == pytest.approx(1e-3)
     assert cfg.env.kwargs["N"] == 4
     assert cfg.algorithm.knobs() == {"share_policy": False}
+
+
+def test_algorithm_knobs_are_validated_once_and_kept(tmp_path: Path) -> None:
+    cfg = load_config(write(tmp_path, BASE), ["algorithm.share_policy=false"])
+    knobs = cfg.algorithm.typed_knobs()
+    assert knobs is cfg.algorithm.typed_knobs()
+    assert knobs.share_policy is False
+    with pytest.raises(ValidationError):  # the section is frozen: the kept knobs cannot go stale
+        cfg.algorithm.share_policy = True
 
 
 def test_unknown_key_names_the_file_and_the_key(tmp_path: Path) -> None:

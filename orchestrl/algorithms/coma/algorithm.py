@@ -8,9 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from orchestrl.algorithms.coma.advantage import ComaAdvantage
 from orchestrl.algorithms.coma.module import ComaModule, QHeadKind
-from orchestrl.algorithms.credit.advantage import TeamGaeAdvantage
-from orchestrl.algorithms.credit.configure import configure_credit
-from orchestrl.algorithms.credit.learner import CreditSpec
+from orchestrl.algorithms.credit.configure import configure_credit, credit_spec_for
 from orchestrl.algorithms.joint_columns import global_state_dim, joint_action_dim
 
 if TYPE_CHECKING:
@@ -66,16 +64,13 @@ class ComaCvConfig(ComaConfig):
 
 def configure_coma(ppo: PPOConfig, knobs: ComaConfig, context: BuildContext) -> PPOConfig:
     env = context.env
-    agents = tuple(env.agents)
     state_dim = global_state_dim(env)
-    if knobs.advantage == "gae":
-        spec = CreditSpec(piece=TeamGaeAdvantage, agents=agents)
-        return configure_credit(
-            ppo, context, spec, share_policy=knobs.share_policy, critic="central", state_dim=state_dim
-        )
-    spec = CreditSpec(
-        piece=ComaAdvantage,
-        piece_kwargs={
+    common = {"share_policy": knobs.share_policy, "critic": "central", "state_dim": state_dim}
+    gae = knobs.advantage == "gae"
+    spec = credit_spec_for(
+        env,
+        ComaAdvantage,
+        {
             "td_lambda": knobs.td_lambda,
             "critic_warmup": knobs.critic_warmup,
             "normalize": knobs.normalize_advantages,
@@ -83,18 +78,18 @@ def configure_coma(ppo: PPOConfig, knobs: ComaConfig, context: BuildContext) -> 
             "q_source": knobs.q_source,
             "cross_fit_scale": knobs.cross_fit_scale,
         },
-        agents=agents,
+        team_gae=gae,
         target_update_interval=knobs.target_update_interval,
         critic_lr=knobs.critic_lr,
     )
+    if gae:
+        return configure_credit(ppo, context, spec, **common)
     return configure_credit(
         ppo,
         context,
         spec,
-        share_policy=knobs.share_policy,
-        critic="central",
         module_class=ComaModule,
-        state_dim=state_dim,
         extra_model_config={"q_input_dim": state_dim + joint_action_dim(env), "q_head": knobs.q_head},
         with_others_actions=True,
+        **common,
     )

@@ -29,11 +29,9 @@ joint value of its components (our choice, not in Foerster et al.):
 Why ``factorised`` stays the default: ``benchmarks/coma_heads.py`` fits each head, on the
 warm-started team's episodes at level 3, to the team return of the taken action. The richer heads
 fit the fitted episodes as well or better and predict other episodes no better (held-out explained
-variance, IQM over 3 seeds after 400 fitting steps: factorised 0.15, paired 0.04, joint 0.15; on
-the fitted rows 0.76, 0.72, 0.91), and in RL (coma, level 3, 3,000 env steps, 2 seeds) the paired
-head's mean explained variance was -0.37 / -0.22 against the factorised head's 0.13 / 0.23. What
-the critic misses is mostly how the return varies across tasks and states, not the action's
-interactions.
+variance), and in RL (coma at level 3) the paired head explained the returns worse than the
+factorised one. What the critic misses is mostly how the return varies across tasks and states,
+not the action's interactions.
 
 With one component all three are the same head. Because the policy is a product over components,
 the counterfactual baseline over ALL of agent i's own actions still comes from the same single

@@ -19,5 +19,7 @@ The data path, with what this package adds in brackets::
   :class:`~.learner.CreditSpec`;
 - :mod:`.table`: the per-agent credit table, put into each iteration's result (written by
   ``orchestrl.tracking``);
-- :mod:`.configure`: modules + joint columns + learner + callbacks for an experiment.
+- :mod:`.configure`: the :class:`~.learner.CreditSpec` of an estimator or of its ``advantage: gae``
+  ablation (``credit_spec_for``, shared by COMA and LEMON), then modules + joint columns + learner +
+  callbacks for an experiment (``configure_credit``).
 """

@@ -21,7 +21,8 @@ CREDIT_KEY = "credit"
 
 @dataclass(frozen=True)
 class CreditSpec:
-    """Everything the shared learner needs: the advantage piece to append and its settings."""
+    """Everything the shared learner needs: the advantage piece to append and its settings (built by
+    :func:`~orchestrl.algorithms.credit.configure.credit_spec_for`)."""
 
     piece: type[ConnectorV2]
     """The :class:`CounterfactualAdvantage` subclass that replaces GAE."""
@@ -32,8 +33,6 @@ class CreditSpec:
     """Hard-copy critic -> target critic every N learner updates (0: no target network)."""
     critic_lr: float | None = None
     """A separate learning rate for the critic (None: one optimiser at ``training.lr``)."""
-    replay: Mapping[str, Any] | None = None
-    """Runner-side replay settings (LEMON), read by the env runner's callbacks."""
 
 
 def credit_spec(config: Any) -> CreditSpec:

@@ -12,14 +12,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from ray.rllib.callbacks.callbacks import RLlibCallback
 
+from orchestrl.algorithms.callbacks import CREDIT_TABLE_KEY
 from orchestrl.algorithms.credit.advantage import CREDIT_PREFIX, numpy
 from orchestrl.algorithms.credit.learner import credit_spec
 
 if TYPE_CHECKING:
     from ray.rllib.algorithms import Algorithm
-
-CREDIT_TABLE_KEY = "credit_table"
-"""The key of the rows in a training iteration's result."""
 
 
 def credit_table(learner_results: Mapping[str, Any], agents: Sequence[str]) -> list[dict[str, Any]]:

@@ -10,7 +10,8 @@ an edit depends on the agent's own action (see ``lemon_advantages``).
 
 - :mod:`orchestrl.envs.counterfactual`: what an env implements (the protocol lives below the
   algorithms, so envs never import an algorithm).
-- :mod:`.replay`: runner side (edit-family sampling, re-execution, cost accounting).
+- :mod:`.replay`: runner side (edit-family sampling, re-execution, cost accounting), configured
+  by one ``ReplaySettings`` built from ``LemonConfig``.
 - :mod:`.advantage`: learner side (the advantage maths).
 - :mod:`.algorithm`: knobs and configuration.
 """

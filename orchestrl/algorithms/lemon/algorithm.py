@@ -6,12 +6,10 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from orchestrl.algorithms.credit.advantage import TeamGaeAdvantage
-from orchestrl.algorithms.credit.configure import configure_credit
-from orchestrl.algorithms.credit.learner import CreditSpec
+from orchestrl.algorithms.credit.configure import configure_credit, credit_spec_for
 from orchestrl.algorithms.joint_columns import global_state_dim
 from orchestrl.algorithms.lemon.advantage import ReplayAdvantage
-from orchestrl.algorithms.lemon.replay import ReplayCallbacks
+from orchestrl.algorithms.lemon.replay import ReplayCallbacks, ReplaySettings
 from orchestrl.envs.counterfactual import EDIT_FAMILIES, EditFamily, supports_counterfactual
 from orchestrl.errors import ConfigError
 
@@ -39,9 +37,7 @@ class LemonConfig(BaseModel):
     """Centre each delta by b_{i,f}, the running mean of agent i's deltas of edit family f over
     earlier batches (see ``lemon_advantages``). Off: LEMON's uncentred delta, whose mean (an edit
     usually makes a warm-started team's spec worse, so delta > 0) pushes every edited action up, a
-    self-imitation term. Measured with benchmarks/credit.py's level-3 settings, seed 0, held-out
-    success after 2,000 / 4,000 / 6,000 / 8,000 env steps from 0.70: centred 0.53 / 0.53 / 0.50 /
-    0.53, uncentred 0.47 / 0.53 / 0.73 / 0.80 (one seed: compare with more before relying on it)."""
+    self-imitation term. ``benchmarks/credit.py --algos lemon_uncentred`` compares the two."""
     delta_baseline_decay: float = Field(0.9, ge=0, lt=1)
     """EMA decay of b_{i,f} over batches (0: the previous batch's mean alone)."""
     edit_families: list[EditFamily] = Field(default_factory=lambda: list(EDIT_FAMILIES), min_length=1)
@@ -50,6 +46,13 @@ class LemonConfig(BaseModel):
     """Minimum probability of each edit family (LEMON's floor)."""
     family_decay: float = Field(0.9, ge=0, lt=1)
     """EMA decay of each family's recent |delta| (higher: slower adaptation)."""
+
+    def replay_settings(self) -> ReplaySettings:
+        """The env runners' share of these knobs, for
+        :class:`~orchestrl.algorithms.lemon.replay.ReplayCallbacks`."""
+        return ReplaySettings(
+            families=tuple(self.edit_families), floor=self.family_floor, decay=self.family_decay
+        )
 
 
 def require_counterfactual_env(env: EnvInfo) -> None:
@@ -75,24 +78,23 @@ def require_counterfactual_env(env: EnvInfo) -> None:
 
 def configure_lemon(ppo: PPOConfig, knobs: LemonConfig, context: BuildContext) -> PPOConfig:
     env = context.env
-    agents = tuple(env.agents)
     state_dim = global_state_dim(env) if knobs.critic == "central" else None
-    common = {"share_policy": knobs.share_policy, "critic": knobs.critic, "state_dim": state_dim}
-    if knobs.advantage == "gae":
-        return configure_credit(ppo, context, CreditSpec(piece=TeamGaeAdvantage, agents=agents), **common)
-    require_counterfactual_env(env)
-    spec = CreditSpec(
-        piece=ReplayAdvantage,
-        piece_kwargs={
-            "mix": knobs.mix,
-            "baseline_decay": knobs.delta_baseline_decay,
-            "center": knobs.center_delta,
-        },
-        agents=agents,
-        replay={
-            "families": [f.value for f in knobs.edit_families],
-            "floor": knobs.family_floor,
-            "decay": knobs.family_decay,
-        },
+    replay = knobs.advantage == "replay"
+    if replay:
+        require_counterfactual_env(env)
+    spec = credit_spec_for(
+        env,
+        ReplayAdvantage,
+        {"mix": knobs.mix, "baseline_decay": knobs.delta_baseline_decay, "center": knobs.center_delta},
+        team_gae=not replay,
     )
-    return configure_credit(ppo, context, spec, callbacks=(ReplayCallbacks,), **common)
+    return configure_credit(
+        ppo,
+        context,
+        spec,
+        share_policy=knobs.share_policy,
+        critic=knobs.critic,
+        state_dim=state_dim,
+        with_replay=replay,
+        callbacks=(ReplayCallbacks.with_settings(knobs.replay_settings()),) if replay else (),
+    )

@@ -12,12 +12,18 @@ action-distribution inputs the runner stored in the episode for that final step)
 ``env.counterfactual(spec, agent, edit)`` and stores ``delta = R(spec) - R(edited)`` in
 ``episode.custom_data``, which travels with the episode to the learner. Extra executions and their
 wall time are logged as ``env/cf_*`` metrics.
+
+Its settings arrive as one :class:`ReplaySettings`, built once from the experiment's ``LemonConfig``
+(where the keys, their defaults and their bounds live) and bound to the callbacks class RLlib
+instantiates in each env runner (:meth:`ReplayCallbacks.with_settings`): they travel with the
+RLlib config to env runners in other processes.
 """
 
 from __future__ import annotations
 
+import functools
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -26,7 +32,6 @@ from ray.rllib.callbacks.callbacks import RLlibCallback
 from ray.rllib.core.columns import Columns
 
 from orchestrl.algorithms.actor_critic import action_logit_lens
-from orchestrl.algorithms.credit.learner import credit_spec
 from orchestrl.algorithms.joint_columns import REPLAY_KEY
 from orchestrl.envs.counterfactual import (
     EDIT_FAMILIES,
@@ -44,6 +49,23 @@ if TYPE_CHECKING:
     from ray.rllib.env.multi_agent_episode import MultiAgentEpisode
 
 CF_METRIC = "env/cf_"
+
+
+@dataclass(frozen=True)
+class ReplaySettings:
+    """The runner side's settings: which edit families to sample, and how.
+
+    Built from the experiment's knobs by ``LemonConfig.replay_settings()``; the YAML keys, their
+    defaults and their bounds are ``LemonConfig``'s (``edit_families``, ``family_floor``,
+    ``family_decay``), stated nowhere else.
+    """
+
+    families: tuple[EditFamily, ...]
+    """The edit families to sample from."""
+    floor: float
+    """Minimum probability of each family (see :func:`family_probabilities`)."""
+    decay: float
+    """EMA decay of each family's recent |delta|."""
 
 
 def family_probabilities(recent_abs_delta: Sequence[float], floor: float) -> np.ndarray:
@@ -187,23 +209,35 @@ def counterfactual_env(vector_env: Any, env_index: int) -> Any:
 
 
 class ReplayCallbacks(RLlibCallback):
-    """Env-runner side of LEMON: computes the deltas at each (training) episode's end."""
+    """Env-runner side of LEMON: computes the deltas at each (training) episode's end.
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
+    RLlib instantiates each callbacks class with no arguments, in every env runner's own process:
+    hand it the class bound to its settings, :meth:`with_settings`.
+    """
+
+    def __init__(self, settings: ReplaySettings | None = None) -> None:
+        super().__init__()
+        self.settings = settings
         self.sampler: FamilySampler | None = None
         self.rng: np.random.Generator | None = None
 
+    @classmethod
+    def with_settings(cls, settings: ReplaySettings) -> Callable[[], ReplayCallbacks]:
+        """What ``config.callbacks(callbacks_class=[...])`` takes: a no-argument factory of these
+        callbacks with ``settings`` (a ``functools.partial``: it pickles by reference, so it reaches
+        remote env runners and checkpoints as the class and the settings)."""
+        return functools.partial(cls, settings)
+
     def _setup(self, env_runner: EnvRunner) -> None:
-        settings = credit_spec(env_runner.config).replay or {}
+        if self.settings is None:
+            raise ValueError(
+                "ReplayCallbacks has no ReplaySettings: register ReplayCallbacks.with_settings(...) "
+                "as the callbacks class (see configure_lemon)"
+            )
         seed = (env_runner.config.seed or 0) * 1000 + int(getattr(env_runner, "worker_index", 0) or 0)
         self.rng = np.random.default_rng(seed)
-        self.sampler = FamilySampler(
-            settings.get("families", EDIT_FAMILIES),
-            settings.get("floor", 0.1),
-            settings.get("decay", 0.9),
-            self.rng,
-        )
+        settings = self.settings
+        self.sampler = FamilySampler(settings.families, settings.floor, settings.decay, self.rng)
 
     def on_episode_end(
         self,

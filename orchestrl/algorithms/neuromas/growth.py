@@ -17,8 +17,8 @@ node's low-rank adapter. Growing therefore means:
   of its own (mix ``a = 0, b = 1``). Deepening is then exact: with every layer of the smaller
   topology kept at its width and each new layer as wide as the one below it (``[2,2]`` into
   ``[2,2,2]``), the grown team acts exactly as the trained one did, and training goes on from
-  there instead of re-learning what the layer above had learnt to hear (without relays, NeuroMAS-7
-  grown from a trained -5 scored 0.18 before training, against the -5's 0.82).
+  there instead of re-learning what the layer above had learnt to hear (without relays, a NeuroMAS-7
+  grown from a trained -5 scored far below the -5 before training).
 
 Both modules may be :class:`.network.NeuromasNet` or the RLModule around one (then the critic and
 the auxiliary head carry over too).

@@ -15,8 +15,8 @@ For each node v, layer by layer (``topology.py`` says which nodes and edges exis
 position one layer down (``Topology.lane``): a node passes on what it heard, as a residual block
 passes on its input, so from the start what the input agents say reaches the output agents along a
 residual stream that each hidden layer adds to (without it, the composer of NeuroMAS-5 under
-``observe: inputs`` learnt the value's position from three hops of re-encoded messages: 0.28 of
-training questions' values after 20 cloning epochs). It also makes deepening exact: a grown layer
+``observe: inputs`` had to learn the value's position from three hops of re-encoded messages, and
+found few values even on training questions). It also makes deepening exact: a grown layer
 starts as a pure relay, ``a_v = 0, b_v = 1`` (:mod:`.growth`), so the layer above hears the very
 messages it was trained on.
 
@@ -24,8 +24,8 @@ A sender that reads rows also *reports* them: a few learned queries ``R`` look u
 saw) and, with the same attention weights ``alpha``, their places (where it saw it: the content-free
 question position or schema slot, :mod:`.encoders`), so a message can say "the value starts at word
 7" in the coordinates a non-reading receiver's pointer matches (with it, the blind composer of
-NeuroMAS-5 picked the right value on 0.87-0.94 of training questions after 20 cloning epochs, 0.74
-without; ``W_rep`` starts at zero, so a new report changes nothing until trained). Hidden nodes read
+NeuroMAS-5 picked the right value on more training questions after cloning than without; ``W_rep``
+starts at zero, so a new report changes nothing until trained). Hidden nodes read
 no rows and send ``W_msg s_v`` only.
 
 ``o_v`` is the mean of v's observation rows, ``P`` a few learned read queries; hidden nodes (and, with

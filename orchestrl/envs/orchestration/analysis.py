@@ -15,7 +15,7 @@ column names, the example rows) once, and answers what the observation features
   runs with the best shape (its *context*: checking a candidate against the examples, in process);
 - the capacities a plan's stages need, read off the dirt of the columns they read.
 
-Everything here is a function of the public inputs (tests/orchestration/
+Everything here is a function of the public inputs (tests/envs/orchestration/
 test_orchestration_public_inputs.py): nothing reads a hidden reference or target.
 """
 

@@ -16,8 +16,9 @@ capacity gives the same output; only the cost differs. Each op returns ``(frame,
 ``work = rows_in * (ROLE_COST[role] + CAPACITY_COST[capacity] * columns_normalised)``, a
 deterministic cost of what actually ran (measured CPU time is reported too, but too noisy to
 reward: counterfactual contrasts would drown in it). The constants are per-row costs relative to
-a plain filter, measured with pandas 3.1 on 300-row frames (``benchmarks/sandbox.py`` prints
-``cost_model``): normalising a text column costs 0.3-0.5 filters, parsing messy numbers 0.45-0.7.
+a plain filter, set from pandas timings on small frames (``benchmarks/sandbox.py`` prints
+``cost_model``: what normalising a text column and parsing messy numbers cost in filters; see
+``benchmarks/RESULTS.md``, section "LEMON sandbox").
 """
 
 import re

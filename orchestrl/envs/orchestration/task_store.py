@@ -1,8 +1,9 @@
 """Generated tasks kept on disk, so that runs on the same task pool generate each task once.
 
-Generating one level-3 or level-4 task (sources built, then checked against every candidate) took
-0.4-0.7 s on a loaded 2-core machine (``benchmarks/task_store.py``), and a run training on a pool
-of 1,000 tasks generated all of them again: about a third of a level-3 credit benchmark run. A
+Generating a level-3 or level-4 task (sources built, then checked against every candidate) costs
+far more than reading it back (``benchmarks/task_store.py``; ``benchmarks/RESULTS.md``, section
+"Task store"), and without a store every run on a pool of 1,000 tasks generated all of them again:
+a large share of a level-3 credit benchmark run. A
 run's process keeps its tasks in memory (``tasks.TASK_CACHE``); this store keeps them across
 processes and runs.
 

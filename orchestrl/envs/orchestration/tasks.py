@@ -194,7 +194,8 @@ class Task:
 
 
 TASK_CACHE = 1024
-"""Tasks a process keeps (~150 KB each): room for the configs' ``task_pool: 1000``. Per-task
+"""Tasks a process keeps (their size on disk: ``benchmarks/RESULTS.md``, section "Task store"):
+room for the configs' ``task_pool: 1000``. Per-task
 caches elsewhere (the env's scorers, the solver's plans) use the same size."""
 
 

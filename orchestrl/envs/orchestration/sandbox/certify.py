@@ -1,7 +1,8 @@
 """Which job code can run in the warm worker instead of a fresh process: the compiler's own output.
 
 A worker runs every job in a process forked for it, so nothing a job does outlives it; that costs
-9-14 ms of CPU per job here (copy-on-write faults after the fork), more than the job itself. Code
+CPU per job (copy-on-write faults after the fork), more than the job itself (``benchmarks/sandbox.py``;
+``benchmarks/RESULTS.md``, section "LEMON sandbox"). Code
 that is provably the compiler's output (:mod:`..compiler`) is exempt, because it cannot change
 anything that outlives it. It passes :func:`certify` only if each part is either
 

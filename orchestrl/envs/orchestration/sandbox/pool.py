@@ -8,9 +8,9 @@ init exits with it, so killing it (after a fatal failure, every ``jobs_per_worke
 :meth:`SandboxPool.close`) kills everything its jobs started. The exception is a job whose code
 :mod:`.certify` proves to be compiler output (the pipeline runtime verbatim plus node functions
 that each make one runtime call with literal arguments): it runs in the worker itself, because it
-cannot change anything that outlives it, and a fork would cost more than the job (about 12 ms of
-CPU in copy-on-write faults, against about 5 ms for a whole level-2 execution;
-``benchmarks/sandbox.py`` measures both paths).
+cannot change anything that outlives it, and a fork (copy-on-write faults) would cost more CPU
+than the job itself (``benchmarks/sandbox.py`` measures both paths; figures in
+``benchmarks/RESULTS.md``, section "LEMON sandbox").
 
 What a job can reach: the tables it is given, its private temp dir (wiped after each job), CPU
 for ``cpu_s`` (see :func:`.confine.set_cpu_budget`) and wall time for ``wall_s`` (then its worker

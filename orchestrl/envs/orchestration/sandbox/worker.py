@@ -2,8 +2,8 @@
 fresh process per job.
 
 The zygote starts once per pool (``python -m orchestrl.envs.orchestration.sandbox.worker``), imports
-pandas and runs every op once so nothing is left to import lazily. For each worker (about 30 ms
-instead of a 1 s cold start) it forks a supervisor, which opens a new PID namespace and forks its
+pandas and runs every op once so nothing is left to import lazily. For each worker (a fork, far
+cheaper than a cold start) it forks a supervisor, which opens a new PID namespace and forks its
 init, which forks the worker; the worker's socket goes to the pool over the zygote's control
 channel (SCM_RIGHTS). When the worker dies its init tells the pool how (a CPU-limit signal or
 anything else) and exits, and the kernel kills whatever is left in the namespace; killing the

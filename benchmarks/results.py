@@ -1,0 +1,840 @@
+"""Builds ``benchmarks/RESULTS.md``, the one home of the project's measured figures, from saved
+benchmark outputs only: nothing is trained or timed here.
+
+Sources:
+
+- ``benchmarks/logs/``: the per-run lines of the long benchmarks (``benchmarks/credit.py``,
+  ``benchmarks/neuromas.py``), read back and summarised by those benchmarks' own ``--summarise``
+  code (``credit.read_runs`` / ``credit.summarise``, ``neuromas.read_log`` / ``neuromas.tabulate``:
+  the same IQMs and seeded bootstrap CIs their ``--summarise`` prints);
+- ``benchmarks/results/*.json``: what a benchmark printed, saved as it came
+  (``python benchmarks/X.py ... > benchmarks/results/X.json``). :data:`SAVED` names the command of
+  each file; a section appears only when its file is there.
+
+The output is deterministic (no clock, no machine state; every bootstrap seeded): the same inputs
+give the same bytes, and ``tests/benchmarks/test_results.py`` fails when the committed file is not
+what :func:`render` returns.
+
+Run::
+
+    .venv/bin/python benchmarks/results.py            # rewrites benchmarks/RESULTS.md (make results)
+    .venv/bin/python benchmarks/results.py --check    # exit 1 if benchmarks/RESULTS.md is stale
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+LOGS = HERE / "logs"
+SAVED_DIR = HERE / "results"
+OUTPUT = HERE / "RESULTS.md"
+
+AGENTS = {1: 2, 2: 3, 3: 5, 4: 8}
+"""Agents per orchestration level (the env's design, ``orchestrl/envs/orchestration/``)."""
+
+
+def sibling(name: str) -> ModuleType:
+    """``benchmarks/<name>.py`` as a module, registered in ``sys.modules`` under
+    ``results_<name>`` (its dataclasses look their module up there)."""
+    key = f"results_{name}"
+    if key in sys.modules:
+        return sys.modules[key]
+    spec = importlib.util.spec_from_file_location(key, HERE / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[key] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        sys.modules.pop(key, None)
+        raise
+    return module
+
+
+# --- formatting ---------------------------------------------------------------------------------
+
+
+def num(x: float | None, digits: int = 3) -> str:
+    return "–" if x is None else f"{x:,.{digits}f}"
+
+
+def ci(low_high: list[float] | tuple[float, float], digits: int = 3) -> str:
+    low, high = low_high
+    return f"[{low:.{digits}f}, {high:.{digits}f}]"
+
+
+def steps(x: int | None) -> str:
+    return "never" if x is None else f"{x:,}"
+
+
+def seed_range(seeds: list[int]) -> str:
+    seeds = sorted(seeds)
+    if len(seeds) > 1 and seeds == list(range(seeds[0], seeds[-1] + 1)):
+        return f"{seeds[0]}–{seeds[-1]}"
+    return ", ".join(map(str, seeds))
+
+
+def pct(x: float | None) -> str:
+    return "–" if x is None else f"{x:+.1f}%"
+
+
+def table(header: list[str], rows: list[list[str]]) -> list[str]:
+    out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    out += ["| " + " | ".join(row) + " |" for row in rows]
+    return out
+
+
+def commands(title: str, lines: list[str]) -> list[str]:
+    return [f"{title}:", "", "```bash", *lines, "```"]
+
+
+# --- counterfactual credit (benchmarks/credit.py) -----------------------------------------------
+
+
+@dataclass(frozen=True)
+class CreditSection:
+    title: str
+    env: str
+    logs: tuple[str, ...]
+    produced: tuple[str, ...]
+    """The invocations whose per-run lines the logs keep."""
+    notes: tuple[str, ...] = ()
+
+
+CREDIT = (
+    CreditSection(
+        "Level 2",
+        "orchestration_l2",
+        ("credit_v2_l2.log",),
+        (
+            "python benchmarks/credit.py --envs orchestration_l2 --algos lemon lemon_gae --seeds 5 --jobs 1",
+            "python benchmarks/credit.py --envs orchestration_l2 --algos mappo coma coma_cv --seeds 5"
+            " --jobs 1",
+            "python benchmarks/credit.py --envs orchestration_l2 --algos ippo --seeds 3 --jobs 1",
+            "python benchmarks/credit.py --envs orchestration_l2 --algos ippo --seeds 2 --first-seed 3"
+            " --jobs 2",
+        ),
+        (
+            "Each run trained in a fresh process with `PYTHONHASHSEED=0`, two invocations at a time. "
+            "ippo's seeds 0–2 and mappo's first run generated their training tasks themselves (the "
+            "task store came later): their success figures compare, their wall times do not.",
+        ),
+    ),
+    CreditSection(
+        "Level 3",
+        "orchestration_l3",
+        ("credit_v2_l3.log", "credit_v2_l3_coma.log", "credit_v2_l3_mappo.log"),
+        (
+            "python benchmarks/credit.py --envs orchestration_l3 --algos ippo lemon mappo --seeds 5"
+            "   # stopped before mappo's seeds 3 and 4",
+            "python benchmarks/credit.py --envs orchestration_l3 --algos coma coma_cv --seeds 5",
+            "python benchmarks/credit.py --envs orchestration_l3 --algos mappo --seeds 2 --first-seed 3"
+            " --jobs 1",
+        ),
+        (
+            "Every level-3 run generated its own 1,000 training tasks (no task store yet), and in the "
+            "first two invocations a process trained several runs one after the other: wall times do "
+            "not compare across rows. The ippo/lemon/mappo invocation's workers did not fix Python's "
+            "hash seed (the others had `PYTHONHASHSEED=0`), so those seeds need not reproduce exactly.",
+        ),
+    ),
+    CreditSection(
+        "Level 4",
+        "orchestration_l4",
+        ("credit_v2_l4.log",),
+        (
+            "python benchmarks/credit.py --envs orchestration_l4 --algos ALGO --seeds 1 --first-seed SEED"
+            " --jobs 1"
+            " --log benchmarks/logs/credit_v2_l4.log   # one invocation per run",
+            "python benchmarks/credit.py --envs orchestration_l4 --algos coma --seeds 5 --jobs 1"
+            " --log benchmarks/logs/credit_v2_l4.log   # and the same for coma_cv",
+        ),
+        (
+            "Each run trained in a fresh process with `PYTHONHASHSEED=0`, two at a time, its tasks read "
+            "from one task store. Runs logged without `fast_step` took RLlib's optimizer step, the "
+            "others `FastStepPPOLearner`'s (the same weights, see [Learner step](#learner-step)): their "
+            "success figures compare, their times do not; the replay cost pairs only seeds whose lemon "
+            "and lemon_gae runs took the same step.",
+        ),
+    ),
+)
+
+
+def credit_details(
+    credit: ModuleType, section: CreditSection
+) -> tuple[Any, dict[str, Any], dict[str, list[int]]]:
+    """``credit.summarise`` over the runs the section's logs hold (what ``--summarise`` prints),
+    the bench, and the seeds of each algorithm."""
+    runs = credit.read_runs([LOGS / name for name in section.logs])
+    bench = credit.benches(False)[section.env]
+    by_algo: dict[str, list[dict[str, Any]]] = {}
+    seeds: dict[str, list[int]] = {}
+    for (env, algo, seed), run in runs.items():
+        if env == section.env:
+            by_algo.setdefault(algo, []).append({**run, "seed": seed})
+            seeds.setdefault(algo, []).append(seed)
+    return bench, credit.summarise(bench, by_algo), seeds
+
+
+def rllib_step_runs(credit: ModuleType, section: CreditSection) -> dict[str, list[int]]:
+    runs = credit.read_runs([LOGS / name for name in section.logs])
+    out: dict[str, list[int]] = {}
+    for (_, algo, seed), run in runs.items():
+        if not run.get("fast_step", False):
+            out.setdefault(algo, []).append(seed)
+    return out
+
+
+def credit_section(credit: ModuleType, section: CreditSection) -> list[str]:
+    bench, d, seeds = credit_details(credit, section)
+    level = bench.kwargs["level"]
+    logs = " ".join(f"benchmarks/logs/{name}" for name in section.logs)
+    out = [
+        f"### {section.title}",
+        "",
+        f"{AGENTS[level]} agents, {bench.budget:,} env steps per run after the warm start (the expert "
+        f"cloned on {bench.warm_start['episodes']} training tasks for {bench.warm_start['epochs']} "
+        f"epochs), greedy held-out success on the same {bench.eval_episodes} held-out tasks right "
+        f"after the warm start and every {bench.eval_every * bench.batch:,} env steps. IQM over seeds "
+        "[95% stratified-bootstrap CI].",
+        "",
+        *commands("Produced by", list(section.produced)),
+        "",
+        *commands("Summarised by", [f"python benchmarks/credit.py --summarise {logs}"]),
+        "",
+    ]
+    rows = []
+    for algo, finals in d["final_per_seed"].items():
+        reach = d["steps_to_0_8_per_seed"][algo]
+        p = d["p_improvement_vs_ippo"].get(algo)
+        rows.append(
+            [
+                algo,
+                seed_range(seeds[algo]),
+                f"{num(d['final_iqm'][algo])} {ci(d['ci95'][algo])}",
+                ", ".join(f"{v:.2f}" for v in finals),
+                steps(d["steps_to_0_8"][algo]),
+                ", ".join(steps(s) for s in reach),
+                "–" if p is None else f"{p[0]:.2f} {ci(p[1:], 2)}",
+                f"{num(d['final_iqm_return'][algo], 2)} {ci(d['ci95_return'][algo], 2)}",
+                num(d["critic_explained_variance"][algo], 2),
+                f"{d['wall_s_per_run'][algo]:,.0f}",
+            ]
+        )
+    header = [
+        "algorithm",
+        "seeds",
+        "final held-out success",
+        "per seed",
+        "env steps to 0.8 (IQM curve)",
+        "per seed",
+        "P(> ippo) [CI]",
+        "final held-out team return",
+        "critic explained variance",
+        "wall s per run",
+    ]
+    out += table(header, rows)
+    curves = d["curves"]
+    grid = next(iter(curves.values()))["steps"]
+    out += ["", "Held-out success along training (IQM over seeds):", ""]
+    curve_rows = []
+    for algo, c in curves.items():
+        by_step = dict(zip(c["steps"], c["iqm"], strict=True))
+        curve_rows.append([algo, *(num(by_step.get(s), 2) for s in grid)])
+    out += table(["env steps", *(f"{s:,}" for s in grid)], curve_rows)
+    cost = d["replay_cost"]
+    if cost:
+        out += ["", "LEMON's replays (all lemon runs):", ""]
+        out += [
+            f"- extra spec executions per episode: {cost['extra_executions_per_episode']:.2f}, "
+            f"nodes re-run per execution: {cost['nodes_rerun_per_execution']:.2f} (the node cache "
+            "serves the rest);",
+            "- episodes whose final spec was invalid (no replay): "
+            f"{100 * cost['invalid_final_per_episode']:.1f}%;",
+            "- the replays' own time over the rest of lemon's training time: "
+            f"{cost['replay_share_pct']:.1f}%;",
+        ]
+        if cost["paired_seeds"]:
+            out.append(
+                f"- lemon's training time over lemon_gae's (the same runs without replay), seeds "
+                f"{seed_range(cost['paired_seeds'])}: {pct(cost['wall_time_overhead_pct'])} wall time, "
+                f"{pct(cost['cpu_time_overhead_pct'])} CPU time of the training processes (the sandbox "
+                "workers' CPU is not counted)."
+            )
+        else:
+            out.append("- no lemon_gae runs to compare training time with.")
+    rllib = rllib_step_runs(credit, section) if section.env == "orchestration_l4" else {}
+    notes = list(section.notes)
+    if rllib:
+        listed = "; ".join(f"{algo} {seed_range(s)}" for algo, s in rllib.items())
+        notes.append(f"Runs that took RLlib's optimizer step: {listed}.")
+    for note in notes:
+        out += ["", note]
+    return [*out, ""]
+
+
+def credit_part() -> list[str]:
+    credit = sibling("credit")
+    out = [
+        "## Counterfactual credit on the LEMON env",
+        "",
+        "`benchmarks/credit.py`: ippo, mappo, coma (Eq. 4), coma_cv, lemon (replay credit) and "
+        "lemon_gae (lemon without replay, the reference for the replay's cost) on the orchestration "
+        "env, every algorithm from the same warm start with the same PPO settings and env-step "
+        "budget, each run in process (no Ray, one torch thread) on a 2-core machine shared with "
+        "other jobs. Final = the last evaluation; steps to 0.8 = the first evaluation at which the "
+        "IQM curve (or a seed) reaches 0.8 held-out success; P(> ippo) = the probability that a run "
+        "ends above an ippo run (0.5: a match); critic explained variance = the IQM of each run's "
+        "mean `vf_explained_var` (for the COMAs, of Q(s, u)). Team returns are summed over agents.",
+        "",
+        "To reproduce a level: `python benchmarks/credit.py --envs orchestration_lN --log lN.log` "
+        "(resumable: it trains the runs the log lacks, appends each finished run, and prints the "
+        "summary over all of them), then `python benchmarks/credit.py --summarise lN.log`.",
+        "",
+    ]
+    for section in CREDIT:
+        out += credit_section(credit, section)
+    return out
+
+
+# --- NeuroMAS on Text2SQL (benchmarks/neuromas.py) ----------------------------------------------
+
+NEUROMAS_LOG = "neuromas_v2_full.log"
+NEUROMAS_BASELINE = "neuromas_v2_full.json"
+"""The benchmark's own ``--summarise`` output for the log; only its ``blind_baseline`` is read
+(computing it builds the databases: not worth redoing on every render; it trains nothing and does
+not depend on the log)."""
+VARIANT_LABELS = {
+    "neuromas3": "NeuroMAS-3",
+    "neuromas5": "NeuroMAS-5",
+    "neuromas7": "NeuroMAS-7",
+    "neuromas3_cut": "NeuroMAS-3, messages cut",
+    "neuromas5_cut": "NeuroMAS-5, messages cut",
+    "neuromas7_cut": "NeuroMAS-7, messages cut",
+    "neuromas5_reads_all": "NeuroMAS-5, every agent reads the question (`observe: all`)",
+    "monolithic": "monolithic agent, NeuroMAS-7's parameter count",
+    "neuromas7_grown": "NeuroMAS-7 grown from the same seed's -5, then its own recipe",
+    "neuromas7_long": "NeuroMAS-7 from scratch, the env steps of -5 and grown together",
+    "neuromas5_contextual": "NeuroMAS-5 `observe: all`, contextual MiniLM states",
+}
+
+
+def neuromas_goals(goals: dict[str, Any]) -> list[str]:
+    """The checks ``neuromas.goals`` computes, as bullets."""
+    out = []
+    met = {True: "met", False: "not met"}
+    if "language" in goals:
+        g = goals["language"]
+        out.append(
+            f"- language (hand-written ≥ 0.8 and held-out ≥ 0.9 within 30 CPU-minutes a run): "
+            f"{met[g['met']]}; best variant `{g['best_variant_within_30_cpu_minutes']}`, hand-written "
+            f"{g['natural_accuracy']:.3f}, held-out {g['heldout_execution_accuracy']:.3f}"
+        )
+    if "network_vs_monolithic" in goals:
+        g = goals["network_vs_monolithic"]
+        acc = ", ".join(f"{n} {v:.3f}" for n, v in g["natural_accuracy"].items())
+        out.append(
+            f"- a network against one agent (NeuroMAS-5 or -7 at or above the monolithic agent on the "
+            f"hand-written set): {met[g['met']]}; {acc}"
+        )
+    if "communication" in goals:
+        g = goals["communication"]
+        ratio = g["messages_over_reads_all"]
+        out.append(
+            f"- communication (messages recover ≥ 0.95× of `observe: all`): {met[g['met']]}; "
+            f"{ratio['heldout']:.2f}× held-out, {ratio['natural']:.2f}× hand-written"
+        )
+    if "growth" in goals:
+        g = goals["growth"]
+        delta = g["grown_minus_scratch_equal_env_steps"]
+        out.append(
+            f"- growth (grown -7 at or above -7 from scratch with the same env steps): {met[g['met']]}; "
+            f"{delta['heldout']:+.3f} held-out, {delta['natural']:+.3f} hand-written (IQM differences)"
+        )
+    return out
+
+
+def neuromas_part() -> list[str]:
+    saved = SAVED_DIR / NEUROMAS_BASELINE
+    if not (LOGS / NEUROMAS_LOG).is_file() or not saved.is_file():
+        return []
+    neuromas = sibling("neuromas")
+    runs = neuromas.read_log(LOGS / NEUROMAS_LOG)
+    baseline = json.loads(saved.read_text())["blind_baseline"]
+    result = neuromas.tabulate(runs, baseline)
+    budget = neuromas.FULL
+    held, nat, unseen = (
+        result["heldout_execution_accuracy"],
+        result["natural_accuracy"],
+        result["heldout_unseen_grammar_accuracy"],
+    )
+    out = [
+        "## NeuroMAS on Text2SQL",
+        "",
+        f"`benchmarks/neuromas.py` (full budget): each run clones the env's expert for "
+        f"{budget.bc_epochs} epochs over {budget.bc_samples:,} demonstrations, then takes "
+        f"{budget.rl_iterations} PPO iterations of {budget.rl_batch} env steps, in process, two runs "
+        "at a time on a 2-core machine shared with other jobs. Execution accuracy on every question "
+        "of the test split (three schemas training never saw, half of it phrased by the held-out "
+        "grammar) and on the hand-written questions of `tests/data/text2sql_natural.jsonl` over the "
+        "same schemas. Unless the variant says otherwise the composer knows the question only "
+        "through its messages (`observe: inputs`), words are read through frozen all-MiniLM-L6-v2 "
+        "WordPiece vectors and columns are linked to the values a question names. IQM over seeds "
+        "[95% stratified-bootstrap CI]; CPU minutes are each run's training process.",
+        "",
+        *commands("Produced by", ["python benchmarks/neuromas.py 2> benchmarks/logs/neuromas_v2_full.log"]),
+        "",
+        *commands(
+            "Summarised by (the blind baselines come from its saved output)",
+            [
+                "python benchmarks/neuromas.py --summarise benchmarks/logs/neuromas_v2_full.log"
+                " > benchmarks/results/neuromas_v2_full.json"
+            ],
+        ),
+        "",
+        "To reproduce: `python benchmarks/neuromas.py 2> neuromas.log` (or `--variants ... --seeds N`), "
+        "then `--summarise neuromas.log`.",
+        "",
+    ]
+    rows = []
+    for name in held:
+        cpu = result["cpu_minutes"][name]
+        rows.append(
+            [
+                VARIANT_LABELS.get(name, name),
+                seed_range(result["seeds"][name]),
+                f"{held[name]['iqm']:.3f} {ci(held[name]['ci95'])}",
+                ", ".join(f"{v:.3f}" for v in held[name]["per_seed"]),
+                f"{unseen[name]['iqm']:.3f}",
+                f"{nat[name]['iqm']:.3f} {ci(nat[name]['ci95'])}",
+                f"{result['params'][name]:,}",
+                f"{result['env_steps'][name]:,}",
+                f"{cpu['mean']:.1f} / {cpu['max']:.1f}",
+            ]
+        )
+    blind = result["blind_baseline"]
+    for label, entry in (
+        ("blind baseline: expert extractor, the most common expert composer action", blind),
+        (
+            "blind baseline: expert extractor, each composer component's most common value",
+            blind["per_component_mode"],
+        ),
+    ):
+        rows.append(
+            [
+                label,
+                "",
+                f"{entry['heldout_execution_accuracy']:.3f}",
+                "",
+                "",
+                f"{entry['natural_accuracy']:.3f}",
+                "",
+                "",
+                "",
+            ]
+        )
+    header = [
+        "variant",
+        "seeds",
+        "held-out schemas",
+        "per seed",
+        "of which held-out grammar",
+        "hand-written",
+        "params",
+        "env steps",
+        "CPU min per run (mean / max)",
+    ]
+    out += table(header, rows)
+    if "grown_at_growth_heldout_per_seed" in result:
+        at = ", ".join(f"{v:.3f}" for v in result["grown_at_growth_heldout_per_seed"])
+        out += [
+            "",
+            f"Growth is exact: each grown net scored, before any training, {at} held-out (per seed), "
+            "its -5's held-out accuracy.",
+        ]
+    out += ["", "The checks the benchmark computes (`goals` in `benchmarks/neuromas.py`):", ""]
+    out += neuromas_goals(result["goals"])
+    return [*out, ""]
+
+
+# --- saved JSON outputs --------------------------------------------------------------------------
+
+
+def load_note(*loads: list[float] | float | None) -> str:
+    shown = [f"{v[0]:.1f}" if isinstance(v, list) else f"{v:.1f}" for v in loads if v is not None]
+    return (
+        "Recorded on the 2-core development machine while other jobs shared it"
+        + (f" (1-minute load average {' → '.join(shown)})" if shown else "")
+        + ": absolute rates move with the load."
+    )
+
+
+def sandbox_section(d: dict[str, Any]) -> list[str]:
+    levels = d["counterfactual_levels"]
+    rows = [
+        ["full level-2 executions per core-second, uncached", num(d["uncached_executions_per_s"], 1)],
+        ["the same per wall-clock second", num(d["uncached_executions_per_s_wall"], 1)],
+        [
+            "the same with a fresh process per job (no certificate)",
+            num(d["uncached_executions_per_s_fresh_process"], 1),
+        ],
+        ["CPU a fork costs per execution", f"{d['fresh_process_cost_ms']:.1f} ms"],
+        *(
+            [
+                f"cached single-edit counterfactual re-executions, {name.replace('_', ' ')}: "
+                "speedup over uncached",
+                f"{lv['speedup']:.2f}× ({lv['nodes_rerun_share']:.2f} of the nodes re-run)",
+            ]
+            for name, lv in levels.items()
+        ),
+        ["pool memory, PSS / RSS", f"{d['pool_pss_mb']:.0f} / {d['pool_rss_mb']:.0f} MB"],
+        ["processes left after close", str(d["processes_left_after_close"])],
+        [
+            "cost model: a plain filter per row; normalising a text column / parsing messy numbers, "
+            "in filters",
+            f"{d['cost_model']['filter_us_per_row']:.2f} µs; "
+            f"{d['cost_model']['medium_text_vs_filter']:.2f} / "
+            f"{d['cost_model']['large_numbers_vs_filter']:.2f}",
+        ],
+    ]
+    caps = d["capabilities"]
+    names = {
+        "pid_namespace": "PID namespace",
+        "network_namespace": "network namespace",
+        "chroot": "chroot",
+        "own_uid": "own uid",
+    }
+    layers = [label for key, label in names.items() if caps.get(key)]
+    return [
+        "One sandbox worker; the caller waits for each result, so one core's worth of work.",
+        "",
+        *table(["measure", "value"], rows),
+        "",
+        f"Isolation in force: {', '.join(layers) or 'none'}{' (as root)' if caps.get('root') else ''}.",
+        "",
+        load_note(d.get("loadavg")),
+    ]
+
+
+def task_store_section(d: dict[str, Any]) -> list[str]:
+    rows = [
+        [
+            level,
+            f"{v['generate_ms']:,.0f} ms",
+            f"{v['load_ms']:.1f} ms",
+            f"{v['speedup']:.0f}×",
+            f"{v['kb_per_task']:.0f} KB",
+        ]
+        for level, v in d["levels"].items()
+    ]
+    return [
+        f"{d['tasks_per_level']} training tasks per level, generated from scratch, then read back.",
+        "",
+        *table(["level", "generate a task", "read it back", "speedup", "on disk per task"], rows),
+        "",
+        load_note(d.get("load_avg_1_5_15_before"), d.get("load_avg_1_5_15_after")),
+    ]
+
+
+def throughput_section(d: dict[str, Any]) -> list[str]:
+    rows = [["raw env, random actions, one core", num(d["raw_env_steps_per_s"], 0), "", ""]]
+    for algo, label in (
+        ("plain_ppo", "plain RLlib PPO (its default module)"),
+        ("ippo", "ippo"),
+        ("mappo", "mappo"),
+    ):
+        settings = ", ".join(f"{k}: {v:,.0f}" for k, v in d["by_setting"][algo].items())
+        ratio = "1" if algo == "plain_ppo" else f"{d[f'{algo}_vs_plain_ppo']:.2f}"
+        rows.append([f"{label}, best setting", num(d[f"{algo}_env_steps_per_s"], 0), ratio, settings])
+    rows.append(["peak RSS, driver and all Ray workers", f"{d['peak_rss_mb'] / 1024:.2f} GB", "", ""])
+    return [
+        f"MPE simple_spread, N={d['env_kwargs']['N']}; whole training iterations (sampling and "
+        f"learning), median of {d['timed_iterations']} timed iterations, at each setting of env runners "
+        "× sub-envs per runner; the best setting is reported.",
+        "",
+        *table(["", "env steps/s", "over plain PPO", "per setting (runners × sub-envs)"], rows),
+        "",
+        "Recorded while other jobs loaded the 2-core development machine heavily (the JSON records no "
+        "load average): compare the ratios, not the rates, and rerun `make bench` on an idle machine "
+        "for rates.",
+    ]
+
+
+def learner_step_section(d: dict[str, Any]) -> list[str]:
+    rows = [
+        [
+            algo,
+            f"{v['update_s']['rllib']:.2f} s",
+            f"{v['update_s']['fast']:.2f} s",
+            f"{v['speedup']:.2f}×",
+            f"{v['apply_gradients_ms']['rllib']:.1f} → {v['apply_gradients_ms']['fast']:.1f} ms",
+            "yes" if v["weights_equal"] else "NO",
+        ]
+        for algo, v in d.items()
+        if algo != "meta"
+    ]
+    meta = d["meta"]
+    return [
+        "One level-4 PPO update (the credit benchmark's settings), median over the repeats:",
+        "",
+        *table(
+            ["algorithm", "RLlib's step", "fast step", "speedup", "optimizer step per call", "weights equal"],
+            rows,
+        ),
+        "",
+        load_note(meta.get("load_avg_1_5_15_before"), meta.get("load_avg_1_5_15_after")),
+    ]
+
+
+def tracking_outage_section(d: dict[str, Any]) -> list[str]:
+    w = d["write_ms"]
+    rows = [
+        ["server up, no journal", f"{w['direct_up']['median']:.1f} ms", f"{w['direct_up']['cpu_ms']:.2f} ms"],
+        [
+            "server up, through the journal",
+            f"{w['journal_up']['median']:.1f} ms",
+            f"{w['journal_up']['cpu_ms']:.2f} ms",
+        ],
+        [
+            "the journal's own bookkeeping (a send that does nothing)",
+            f"{d['journal_bookkeeping_us'] / 1000:.3f} ms",
+            "",
+        ],
+        [
+            "server stopped: the first write / the next ones",
+            f"{w['first_write_after_stop_ms']:.1f} ms / {w['journal_refused']['median']:.3f} ms",
+            f"{w['journal_refused']['cpu_ms']:.2f} ms",
+        ],
+        [
+            "server frozen (SIGSTOP): the first write / the next ones",
+            f"{w['first_write_after_freeze_ms'] / 1000:.1f} s / {w['journal_frozen']['median']:.3f} ms",
+            f"{w['journal_frozen']['cpu_ms']:.2f} ms",
+        ],
+    ]
+    out = [
+        f"{w['direct_up']['n']} writes of one iteration's curated metrics per phase, against a real "
+        "`mlflow server` on 127.0.0.1.",
+        "",
+        *table(["phase", "median per write", "CPU per write"], rows),
+        "",
+        f"Once the server answered again, the {w['drain']['writes']} queued writes reached it in "
+        f"{w['drain']['s_after_ready']:.1f} s ({w['drain_after_thaw']['writes']} in "
+        f"{w['drain_after_thaw']['s']:.1f} s after the freeze); every step arrived in order and once: "
+        f"{'yes' if w['journal_run_steps_in_order_once'] else 'NO'}.",
+    ]
+    if "train_iteration_s" in d:
+        t = d["train_iteration_s"]
+        out += [
+            "",
+            f"A tiny `orchestrl train` run: median {t['server_up']:.2f} s an iteration with the server up, "
+            f"{t['server_down_from_iteration_3']:.2f} s with it stopped from iteration 3 on.",
+        ]
+    return [*out, "", load_note(d.get("load_avg_1m_at_start"), d.get("load_avg_1m_at_end"))]
+
+
+def serve_section(d: dict[str, Any]) -> list[str]:
+    lat = d["latency_ms"]
+    return [
+        f"`{d['endpoint']}`, team: {d['team']}, {d['agents']} agents, {d['replicas']} replica, "
+        f"{d['clients']} keep-alive HTTP clients on 127.0.0.1: {d['requests']:,} requests, "
+        f"{d['requests_per_s']:,.0f} requests/s, latency p50 {lat['p50']:.1f} ms, p99 {lat['p99']:.1f} ms, "
+        f"{d['errors']} errors, {d['mismatches']} of the first {d['checked']} answers different from the "
+        "policy acting in process.",
+        "",
+        load_note(d["loadavg"]["before"], d["loadavg"]["after"]),
+    ]
+
+
+def orchestration_env_section(d: dict[str, Any]) -> list[str]:
+    rows = []
+    for level, v in d["levels"].items():
+        rows.append(
+            [
+                f"{level} ({AGENTS[int(level)]})",
+                f"{v['random_team_success']:.3f}",
+                f"{v['solver_success']:.2f}",
+                f"{1000 * v['solver_seconds_per_task']:.0f} ms, "
+                f"{v['solver_executions_per_task']:.1f} sandbox runs",
+                f"{v['multi_plan_share']:.2f} ({v['mean_successful_plans']:.1f})",
+                f"{v['linear_probe_accuracy']:.3f}",
+            ]
+        )
+    s = d["settings"]
+    return [
+        f"Per level, {s['heldout_tasks']} held-out tasks, {s['random_teams']} uniformly random teams per "
+        f"task, at most {s['plan_limit']} plans searched per task, the probe fit on {s['train_tasks']} "
+        "training tasks.",
+        "",
+        *table(
+            [
+                "level (agents)",
+                "random team success",
+                "solver success",
+                "solver time per task",
+                "tasks with ≥ 2 successful plans (mean plans)",
+                "linear probe accuracy",
+            ],
+            rows,
+        ),
+        "",
+        "The linear probe maps one agent's first-round observation to the solver's action for that "
+        "agent (all components right). It is high where the observation's description of each "
+        "candidate (its agreement with the example rows) already does the solver's ranking, which "
+        "`tests/envs/orchestration/test_orchestration_public_inputs.py` checks is not a leak of the "
+        "hidden target.",
+        "",
+        load_note(d.get("loadavg_start"), d.get("loadavg_end")),
+    ]
+
+
+@dataclass(frozen=True)
+class Saved:
+    file: str
+    title: str
+    produced: str
+    reproduce: str
+    render: Callable[[dict[str, Any]], list[str]]
+
+
+SAVED = (
+    Saved(
+        "orchestration_env.json",
+        "LEMON env calibration",
+        "python benchmarks/orchestration_env.py --quick --out /tmp/bench/orch_out/orchestration_env.json"
+        " > benchmarks/results/orchestration_env.json",
+        "python benchmarks/orchestration_env.py            # 2,000 probe tasks, 200 held-out tasks per level",
+        orchestration_env_section,
+    ),
+    Saved(
+        "sandbox.json",
+        "LEMON sandbox",
+        "python benchmarks/sandbox.py --quick > benchmarks/results/sandbox.json",
+        "python benchmarks/sandbox.py                      # more tasks, longer timing windows",
+        sandbox_section,
+    ),
+    Saved(
+        "task_store.json",
+        "Task store",
+        "python benchmarks/task_store.py --out /tmp/bench/task_store_out.json"
+        " > benchmarks/results/task_store.json",
+        "python benchmarks/task_store.py --levels 4 --tasks 100",
+        task_store_section,
+    ),
+    Saved(
+        "learner_step.json",
+        "Learner step",
+        "python benchmarks/learner_step.py --out /tmp/bench/learner_step_out"
+        " > benchmarks/results/learner_step.json",
+        "python benchmarks/learner_step.py --algos mappo --repeats 5",
+        learner_step_section,
+    ),
+    Saved(
+        "throughput.json",
+        "Training throughput",
+        "python benchmarks/throughput.py --quick > benchmarks/results/throughput.json",
+        "python benchmarks/throughput.py                   # more timed iterations",
+        throughput_section,
+    ),
+    Saved(
+        "serve.json",
+        "Serving",
+        "python benchmarks/serve.py --quick > benchmarks/results/serve.json",
+        "python benchmarks/serve.py                        # 4,000 requests",
+        serve_section,
+    ),
+    Saved(
+        "tracking_outage.json",
+        "Tracking outage",
+        "python benchmarks/tracking_outage.py | sed -n '/^{/,$p' > benchmarks/results/tracking_outage.json"
+        "   # MLflow prints its run links on stdout first",
+        "python benchmarks/tracking_outage.py --quick      # fewer writes, no train runs",
+        tracking_outage_section,
+    ),
+)
+
+
+def saved_part() -> list[str]:
+    out: list[str] = []
+    for s in SAVED:
+        path = SAVED_DIR / s.file
+        if not path.is_file():
+            continue
+        out += [f"## {s.title}", ""]
+        out += s.render(json.loads(path.read_text()))
+        out += [
+            "",
+            *commands(f"Produced by (saved as `benchmarks/results/{s.file}`)", [s.produced]),
+            "",
+            *commands("Other settings", [s.reproduce]),
+            "",
+        ]
+    return out
+
+
+# --- the document ---------------------------------------------------------------------------------
+
+NOT_BENCHMARKED = (
+    "## Not benchmarked",
+    "",
+    "No saved benchmark output covers the matrix game (`matrix_game`, exact counterfactuals: its "
+    "checks are tests, `tests/algorithms/`), learning on MPE (`python benchmarks/credit.py --envs "
+    "simple_spread` compares the algorithms on simple_spread; the speaker-listener and reference "
+    "envs have no benchmark), scaling on a multi-node cluster (`benchmarks/scaling.py`), planning on "
+    "CSV files (`benchmarks/plan.py`, which needs a trained team), COMA's critic heads "
+    "(`benchmarks/coma_heads.py`), or training through the `orchestrl train` / `sweep` / "
+    "`curriculum` commands themselves (each prints its figures and logs them to MLflow; "
+    "`orchestrl report` compares runs). Save a benchmark's output under `benchmarks/results/` and "
+    "give it a section in `benchmarks/results.py` to publish it here.",
+    "",
+)
+
+
+def render() -> str:
+    """The text of ``benchmarks/RESULTS.md`` from the saved outputs."""
+    lines = [
+        "# Results",
+        "",
+        "Generated by `python benchmarks/results.py` (`make results`) from the saved benchmark "
+        "outputs under `benchmarks/logs/` and `benchmarks/results/`; do not edit by hand. Every "
+        "section names the command that produced its data and how to run it again. Interval "
+        "estimates are IQMs with 95% stratified-bootstrap CIs over seeds "
+        "(`orchestrl/tracking/stats.py`, seeded); all runs were on 2-core CPU machines.",
+        "",
+    ]
+    lines += credit_part()
+    lines += neuromas_part()
+    lines += saved_part()
+    lines += list(NOT_BENCHMARKED)
+    while lines and lines[-1] == "":
+        lines.pop()
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="exit 1 if RESULTS.md is stale; write nothing")
+    args = parser.parse_args(argv)
+    text = render()
+    if args.check:
+        current = OUTPUT.read_text() if OUTPUT.is_file() else ""
+        if current != text:
+            print(f"{OUTPUT.relative_to(ROOT)} is stale: run `make results`", file=sys.stderr)
+            return 1
+        return 0
+    OUTPUT.write_text(text)
+    print(f"wrote {OUTPUT.relative_to(ROOT)}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

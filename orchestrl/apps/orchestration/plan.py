@@ -1,0 +1,321 @@
+"""``orchestrl plan`` and ``POST /plan``: a trained LEMON team writes a pipeline for a user's own tables.
+
+The user brings what the orchestration env calls public inputs
+(:mod:`orchestrl.envs.orchestration.byexample`): source tables (the fact table first, the table
+every other one joins to) and a few rows of the table they want, whose columns are its schema. The
+team sees them exactly as it saw a training task's:
+:func:`~orchestrl.envs.orchestration.byexample.public_task` proposes the candidate duties from them,
+the env (rebuilt from the run's config) observes them, and the checkpoint's greedy policy
+(:class:`~orchestrl.experiment.policy.TrainedPolicy`) writes one node per agent. The spec runs in
+the sandbox and is checked against the example rows: the right columns and every example row in the
+output.
+
+- **Every round.** The team plays its rounds as in training: after round 1 each agent sees its own
+  node's outcome and how the output compares with the example rows (the env's round-2 feedback).
+  The output's row-count ratio needs the wanted table's row count, which the examples do not give:
+  ``target_rows`` when the user knows it, else a ratio of 1 (no signal). The final round's spec is
+  the team's.
+- **Fallback.** When the team's spec is invalid, fails, or does not hold the examples, the
+  public-inputs solver (:func:`~orchestrl.envs.orchestration.byexample.solve`, the search the
+  team's warm start cloned) searches the same candidates in the sandbox; the result says which of
+  the two wrote the spec. When neither matches, the solver's attempt (none when it found no plan)
+  comes back with ``ok`` false and the team's check beside it.
+- **Limits** (:func:`limits_for`): the tables, target columns and example rows the team's observation
+  has room for at its level, and the table size :data:`MAX_ROWS`/:data:`MAX_COLUMNS` this command
+  accepts so that one sandbox job stays within its CPU budget. Input beyond them is refused with
+  one line naming the limit; nothing is written.
+
+Passing the examples is what can be checked without a hidden target: several pipelines may hold
+every example row and still differ on rows the examples do not show.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+
+from orchestrl.deploy.endpoints import RequestError, ServedTeam
+from orchestrl.experiment.policy import TrainedPolicy
+
+if TYPE_CHECKING:
+    from orchestrl.deploy.team import TrainedTeam
+    from orchestrl.envs.orchestration.byexample import ExampleCheck
+
+MAX_ROWS = 200_000
+"""Rows per table, so that one sandbox job of a level-4 pipeline (8 nodes at the large capacity)
+stays within the sandbox's CPU budget (``benchmarks/sandbox.py`` prints the per-row cost model)."""
+MAX_COLUMNS = 64
+"""Columns per table: candidate proposal profiles every column of every table."""
+PIPELINE_FILE = "pipeline.py"
+SPEC_FILE = "spec.yaml"
+DATA_DIR = "data"
+RESULT_FILE = "plan.json"
+
+
+class PlanInputError(ValueError):
+    """Input the team cannot plan for; ``field`` names the culprit (a table, ``target_example``)."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"{field}: {message}")
+        self.field = field
+        self.message = message
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What a team of one orchestration level can take."""
+
+    tables: int
+    target_columns: int
+    example_rows: int
+    rows: int = MAX_ROWS
+    columns: int = MAX_COLUMNS
+
+
+def limits_for(level: int) -> Limits:
+    """The limits of a level's team (the observation's fixed layout, module docstring)."""
+    from orchestrl.envs.orchestration.features import MAX_EXAMPLES, TARGET_COLUMNS
+    from orchestrl.envs.orchestration.tasks import LEVELS
+
+    return Limits(tables=LEVELS[level].max_sources, target_columns=TARGET_COLUMNS, example_rows=MAX_EXAMPLES)
+
+
+def check_limits(sources: Mapping[str, pd.DataFrame], examples: pd.DataFrame, limits: Limits) -> None:
+    """Raises :class:`PlanInputError` for the first input beyond ``limits``."""
+    if not sources:
+        raise PlanInputError("sources", "give at least one table")
+    if len(sources) > limits.tables:
+        raise PlanInputError("sources", f"{len(sources)} tables; this team takes at most {limits.tables}")
+    for name, frame in {**sources, "target_example": examples}.items():
+        if frame.empty or len(frame.columns) == 0:
+            raise PlanInputError(name, "no rows")
+        if len(frame) > limits.rows:
+            raise PlanInputError(name, f"{len(frame):,} rows; the limit is {limits.rows:,}")
+        if len(frame.columns) > limits.columns:
+            raise PlanInputError(name, f"{len(frame.columns)} columns; the limit is {limits.columns}")
+    if len(examples.columns) > limits.target_columns:
+        raise PlanInputError(
+            "target_example",
+            f"{len(examples.columns)} columns; the team's observation has room for {limits.target_columns}",
+        )
+    if len(examples) > limits.example_rows:
+        raise PlanInputError(
+            "target_example",
+            f"{len(examples)} rows; give at most {limits.example_rows} (the team reads that many)",
+        )
+
+
+def read_csv(field: str, text_or_path: str | Path, *, is_path: bool) -> pd.DataFrame:
+    """A CSV file (or CSV text) as a DataFrame; :class:`PlanInputError` naming ``field`` otherwise."""
+    try:
+        if is_path:
+            path = Path(text_or_path)
+            if not path.is_file():
+                raise PlanInputError(field, f"{path}: no such file")
+            return pd.read_csv(path)
+        return pd.read_csv(io.StringIO(str(text_or_path)))
+    except PlanInputError:
+        raise
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, ValueError) as err:
+        raise PlanInputError(field, f"not a CSV table ({str(err).splitlines()[0]})") from None
+
+
+@dataclass
+class Plan:
+    """A plan for one set of tables: the spec, its pipeline and how it matched the examples."""
+
+    by: str
+    """``team`` or ``solver`` (the fallback)."""
+    spec_yaml: str | None
+    pipeline: str | None
+    match: ExampleCheck
+    team: ExampleCheck | None
+    """The team's own attempt (None when its actions did not make a valid spec)."""
+    notes: list[str] = field(default_factory=list)
+    solver_seconds: float | None = None
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "by": self.by,
+            "ok": self.match.ok,
+            "spec": self.spec_yaml,
+            "pipeline": self.pipeline,
+            "match": check_json(self.match),
+            "team": check_json(self.team) if self.team is not None else None,
+            "notes": list(self.notes),
+            "solver_seconds": self.solver_seconds,
+        }
+
+    def summary(self) -> str:
+        m = self.match
+        lines = list(self.notes)
+        lines.append(
+            f"{'the team' if self.by == 'team' else 'the solver'}'s spec: "
+            + ("matches: it holds every example row" if m.ok else "does NOT match")
+            + f" (columns {'match' if m.columns_match else 'differ'},"
+            f" {m.examples_held:.0%} of the example rows, {m.rows} output rows"
+            + (f" for {m.rows_expected} wanted)" if m.rows_expected is not None else ")")
+        )
+        return "\n".join(lines)
+
+
+def check_json(check: ExampleCheck) -> dict[str, Any]:
+    """An example check as JSON-ready data (``errors`` a list, as it comes back over HTTP)."""
+    return {**asdict(check), "errors": list(check.errors)}
+
+
+class Planner:
+    """A trained orchestration team, ready to plan on users' tables (module docstring)."""
+
+    def __init__(
+        self, policy: TrainedPolicy, env_name: str, env_kwargs: Mapping[str, Any], agent_id_in_obs: bool
+    ):
+        from orchestrl.envs.registry import get_env
+        from orchestrl.envs.rllib_env import RegisteredEnv, env_config
+
+        family = get_env(env_name).family
+        if family != "orchestration":
+            raise PlanInputError(
+                "checkpoint", f"a team of the '{family}' family cannot plan; train one on 'orchestration'"
+            )
+        self.policy = policy
+        self.env = RegisteredEnv(env_config(env_name, dict(env_kwargs), agent_id_in_obs))
+        self.raw = self.env.raw_env
+        self.level = int(self.raw.level)
+        self.limits = limits_for(self.level)
+
+    @classmethod
+    def from_team(cls, team: TrainedTeam) -> Planner:
+        """The planner of a team found by :func:`orchestrl.deploy.team.find_team`."""
+        env = team.config.env
+        return cls(team.policy(team.rllib_config("train")), env.name, env.kwargs, env.agent_id_in_obs)
+
+    @classmethod
+    def from_served(cls, team: ServedTeam) -> Planner:
+        env = team.experiment["env"]
+        return cls(team.policy, env["name"], env.get("kwargs", {}), bool(env.get("agent_id_in_obs", False)))
+
+    def close(self) -> None:
+        self.env.close()
+
+    def plan(
+        self,
+        sources: Mapping[str, pd.DataFrame],
+        examples: pd.DataFrame,
+        fallback: bool = True,
+        target_rows: int | None = None,
+    ) -> Plan:
+        """The team's spec for ``sources`` and ``examples`` (module docstring), checked in the
+        sandbox; ``target_rows``: the wanted table's row count, when known."""
+        from orchestrl.envs.orchestration import byexample
+
+        check_limits(sources, examples, self.limits)
+        try:
+            task = byexample.public_task(sources, examples, level=self.level)
+        except ValueError as err:
+            raise PlanInputError("sources", str(err)) from None
+        notes: list[str] = []
+        spec, errors = self.team_spec(task, target_rows)
+        with byexample.sandbox_executor() as executor:
+            team_check = None
+            if spec is None:
+                notes.append(f"the team's actions make no valid spec ({', '.join(errors) or 'invalid'})")
+            else:
+                team_check = byexample.check_examples(task, spec, executor, target_rows)
+                if team_check.ok or not fallback:
+                    return self._plan("team", spec, team_check, team_check, notes)
+                failed = f" ({', '.join(team_check.errors)})" if team_check.errors else ""
+                notes.append(f"the team's spec does not match{failed}; the solver steps in")
+            if not fallback:
+                return Plan("team", None, None, byexample.NOTHING_RAN, None, notes)
+            solution = byexample.solve(task, executor)
+            if solution.spec is None:
+                notes.append("the solver found no plan either")
+                best = team_check or byexample.NOTHING_RAN
+                return Plan("solver", None, None, best, team_check, notes, solution.seconds)
+            check = byexample.check_examples(task, solution.spec, executor, target_rows)
+            plan = self._plan("solver", solution.spec, check, team_check, notes)
+            plan.solver_seconds = solution.seconds
+            return plan
+
+    def team_spec(self, task: Any, target_rows: int | None) -> tuple[Any, list[str]]:
+        """The spec the team writes in its final round (None when invalid) and its error codes."""
+        options: dict[str, Any] = {"task": task, "target_rows": target_rows}
+        obs, _ = self.env.reset(options=options)
+        infos: dict[str, Any] = {}
+        for _ in range(self.raw.rounds):
+            obs, _, terminated, truncated, infos = self.env.step(self.policy.act(obs))
+            if terminated.get("__all__") or truncated.get("__all__"):
+                break
+        last = next((i for i in infos.values() if isinstance(i, dict)), {})
+        return self.raw.counterfactual_spec(), list(last.get("spec_errors", []))
+
+    @staticmethod
+    def _plan(by: str, spec: Any, check: ExampleCheck, team: ExampleCheck | None, notes: list[str]) -> Plan:
+        from orchestrl.envs.orchestration.byexample import compile_spec
+
+        return Plan(by, spec.to_yaml(), compile_spec(spec).source, check, team, notes)
+
+
+def write_plan(plan: Plan, sources: Mapping[str, pd.DataFrame], out: Path) -> list[Path]:
+    """Writes ``spec.yaml``, ``pipeline.py``, ``plan.json`` and the sources (``data/<name>.csv``,
+    what ``python pipeline.py --data out/data`` reads) under ``out``; returns the files."""
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    if plan.spec_yaml is not None and plan.pipeline is not None:
+        (out / SPEC_FILE).write_text(plan.spec_yaml)
+        (out / PIPELINE_FILE).write_text(plan.pipeline)
+        written += [out / SPEC_FILE, out / PIPELINE_FILE]
+        data = out / DATA_DIR
+        data.mkdir(exist_ok=True)
+        for name, frame in sources.items():
+            frame.to_csv(data / f"{name}.csv", index=False)
+            written.append(data / f"{name}.csv")
+    (out / RESULT_FILE).write_text(json.dumps(plan.as_json(), indent=1))
+    written.append(out / RESULT_FILE)
+    return written
+
+
+class PlanEndpoint:
+    """``POST /plan``: ``{"sources": {name: CSV text, ...}, "target_example": CSV text}`` (the fact
+    table first; optional ``"target_rows"``) -> ``{"by", "ok", "spec", "pipeline", "match", "team",
+    "notes"}``."""
+
+    path = "/plan"
+    summary = "your tables as CSV + a target example -> spec, pipeline.py"
+
+    def __init__(self, team: ServedTeam) -> None:
+        self.planner = Planner.from_served(team)
+
+    def __call__(self, body: Mapping[str, Any]) -> dict[str, Any]:
+        rows = body.get("target_rows")
+        if rows is not None and (not isinstance(rows, int) or isinstance(rows, bool) or rows < 1):
+            raise RequestError("target_rows", "expected a positive integer (the wanted table's row count)")
+        tables = body.get("sources")
+        if not isinstance(tables, Mapping) or not tables:
+            raise RequestError(
+                "sources", "required: an object of table name -> CSV text (the fact table first)"
+            )
+        example = body.get("target_example")
+        if not isinstance(example, str) or not example.strip():
+            raise RequestError("target_example", "required: CSV text of a few rows of the wanted table")
+        try:
+            sources = {}
+            for name, text in tables.items():
+                if not isinstance(text, str):
+                    raise PlanInputError(f"sources.{name}", "expected CSV text")
+                sources[str(name)] = read_csv(f"sources.{name}", text, is_path=False)
+            examples = read_csv("target_example", example, is_path=False)
+            plan = self.planner.plan(sources, examples, target_rows=rows)
+        except PlanInputError as err:
+            field = (
+                err.field if err.field.startswith(("sources", "target_example")) else f"sources.{err.field}"
+            )
+            raise RequestError(field, err.message) from None
+        return plan.as_json()

@@ -1,0 +1,46 @@
+"""benchmarks/RESULTS.md is generated: the committed file must be what benchmarks/results.py writes
+from the saved benchmark outputs (no training, no Ray; the file is never written here)."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+
+
+@pytest.fixture(scope="module")
+def results() -> Iterator[ModuleType]:
+    """``benchmarks/results.py`` as a module (as test_credit_benchmark_args.py loads the credit one)."""
+    spec = importlib.util.spec_from_file_location("results_benchmark", BENCHMARKS / "results.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    yield module
+    sys.modules.pop(spec.name, None)
+
+
+def test_the_committed_results_md_is_what_results_py_writes(results: ModuleType) -> None:
+    committed = (BENCHMARKS / "RESULTS.md").read_text()
+    assert committed == results.render(), (
+        "benchmarks/RESULTS.md is stale or edited by hand: run `make results` and commit it"
+    )
+
+
+def test_rendering_twice_gives_the_same_text(results: ModuleType) -> None:
+    assert results.render() == results.render()
+
+
+def test_every_section_names_the_command_that_produced_its_data(results: ModuleType) -> None:
+    text = results.render()
+    sections = [s for s in text.split("\n## ")[1:] if not s.startswith("Not benchmarked")]
+    assert sections
+    for section in sections:
+        title = section.splitlines()[0]
+        assert "python benchmarks/" in section, f"section {title!r} names no benchmark command"
