@@ -38,7 +38,9 @@ class EditFamily(StrEnum):
     DOWNGRADE_CAPACITY = "downgrade_capacity"
     """Downgrade the agent's capacity by one level."""
     ALTERNATIVE = "alternative"
-    """Swap the agent's action for an alternative sampled from its own policy."""
+    """Swap the agent's action for an alternative sampled from its own policy: the team's other
+    actions stay, and whatever depends on this agent's choice follows it (the counterfactual of
+    the team's actions, not of one part of the spec)."""
 
 
 EDIT_FAMILIES: tuple[EditFamily, ...] = tuple(EditFamily)

@@ -1,4 +1,5 @@
-"""The credit benchmark's command line and its coma-vs-ippo statistic (no training: no Ray, no env)."""
+"""The credit benchmark's command line, its coma-vs-ippo statistic and its first reach of 0.8 (no
+training: no Ray, no env)."""
 
 from __future__ import annotations
 
@@ -12,12 +13,23 @@ from typing import Any
 import pytest
 from credit_helpers import load_benchmark, unload_benchmark
 
+from orchestrl.tracking.stats import iqm
+
 
 @pytest.fixture(scope="module")
 def credit() -> Iterator[ModuleType]:
     module = load_benchmark("credit")
     yield module
     unload_benchmark(module)
+
+
+def test_an_iqm_of_exactly_24_of_30_reaches_0_8(credit: ModuleType) -> None:
+    # Five seeds' held-out successes out of 30 tasks: the IQM keeps the middle three,
+    # (18 + 24 + 30) / 90 = 24/30 exactly, which the float sum gives as 0.7999999999999999.
+    value = iqm([18 / 30, 18 / 30, 24 / 30, 30 / 30, 30 / 30])
+    assert value < 0.8  # the rounding this guards against
+    assert credit.first_reach([0, 1000, 2000], [0.5, value, 0.9]) == 1000
+    assert credit.first_reach([0, 1000], [0.5, 0.8 - 1e-6]) is None  # a real shortfall stays one
 
 
 @pytest.mark.parametrize(

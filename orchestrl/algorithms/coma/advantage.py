@@ -1,4 +1,5 @@
-"""COMA's advantage piece: counterfactual-baseline advantages and TD(lambda) critic targets.
+"""COMA's advantage piece: counterfactual-baseline advantages (:func:`coma_advantages`) and
+TD(lambda) critic targets (:func:`coma_critic_targets`).
 
 Two algorithms share it: ``coma`` (Foerster et al. 2018, Eq. 4, with the whole baseline) and
 ``coma_cv`` (each agent's baseline scaled by a control-variate coefficient fitted on the previous
@@ -45,6 +46,50 @@ def coma_advantages(
     return q_taken - head.expected(q, probs), q_taken
 
 
+def coma_critic_targets(
+    target_q: torch.Tensor,
+    next_probs: torch.Tensor,
+    actions: torch.Tensor,
+    module_batch: Mapping[str, Any],
+    head: QHead,
+    gamma: float,
+    lambda_: float,
+) -> np.ndarray:
+    """COMA's critic targets (Foerster et al. 2018, the TD(lambda) critic with a target network):
+    TD(lambda) returns of the team reward bootstrapped with the target critic Q',
+
+        G_t = r_t + gamma ((1 - lambda) Q'(s_{t+1}, u_{t+1}) + lambda G_{t+1}),   G_t = r_t if t is terminal.
+
+    A chunk that ends before its episode does (``truncateds[t]``) holds no u_{t+1}: the row after
+    t is RLlib's artificial step, s_{t+1} with u_t repeated. There the bootstrap is the policy's
+    expectation of Q' at the next step, as Eq. (4)'s baseline marginalises agent i's action,
+
+        G_t = r_t + gamma sum_u pi_i(u | o_{t+1}) Q'(s_{t+1}, (u_-i, u)),
+
+    so a split episode's target is, in expectation over u_{t+1} ~ pi_i, the whole episode's (for an
+    exact Q'). The others' actions u_-i at s_{t+1} are not in the chunk either: the critic's input
+    keeps those of step t.
+
+    ``target_q``: ``[B, head.size]`` Q' heads; ``next_probs``: pi_i per component from each row's
+    own observation (read only on the artificial rows after a cut); ``actions``: the rows' actions.
+    """
+    values = numpy(head.taken(target_q, actions))
+    cut = after_cut(module_batch)
+    if cut.any():
+        values = np.where(cut, numpy(head.expected(target_q, next_probs)), values)
+    return team_value_targets(values, module_batch, gamma, lambda_)
+
+
+def after_cut(module_batch: Mapping[str, Any]) -> np.ndarray:
+    """The artificial rows that bootstrap a chunk cut before its episode ended: each row after a
+    truncated, non-terminal one."""
+    terminated = numpy(module_batch[Columns.TERMINATEDS]).astype(bool)
+    truncated = numpy(module_batch[Columns.TRUNCATEDS]).astype(bool)
+    out = np.zeros(len(truncated), dtype=bool)
+    out[1:] = truncated[:-1] & ~terminated[:-1]
+    return out
+
+
 def control_variate_scale(
     q: np.ndarray, baseline: np.ndarray, agent_index: np.ndarray, mask: np.ndarray
 ) -> dict[int, float]:
@@ -86,8 +131,8 @@ def policy_probs(dist_inputs: torch.Tensor, logit_lens: list[int]) -> torch.Tens
 
 class ComaAdvantage(CounterfactualAdvantage):
     """Replaces GAE: A_i from the live critic, critic targets = TD(lambda) returns of the TEAM reward
-    bootstrapped with the TARGET critic's Q(s_t, u_t). Actors see zero advantages for the first
-    ``critic_warmup`` updates (the critic learns alone). ``q_source``, ``center`` and
+    bootstrapped with the TARGET critic (:func:`coma_critic_targets`). Actors see zero advantages
+    for the first ``critic_warmup`` updates (the critic learns alone). ``q_source``, ``center`` and
     ``cross_fit_scale`` are our options, not Foerster et al.'s; their defaults give Eq. (4).
 
     ``cross_fit_scale`` (``coma_cv``): A_i = Q - c_i b_i with c_i from :func:`control_variate_scale`
@@ -133,8 +178,14 @@ class ComaAdvantage(CounterfactualAdvantage):
         actions = module_batch[Columns.ACTIONS]
         probs = policy_probs(module_batch[Columns.ACTION_DIST_INPUTS].float(), list(head.logit_lens))
         advantages, q_taken = coma_advantages(module.compute_q(module_batch), probs, actions, head)
-        target_q = head.taken(module.forward_target(module_batch)[Q_VALUES], actions)
-        targets = team_value_targets(numpy(target_q), module_batch, self.gamma, self.td_lambda)
+        next_probs = probs  # an artificial row stores step t's: pi(. | o_{t+1}) needs the live actor
+        if after_cut(module_batch).any():
+            logits = module.forward_train(module_batch)[Columns.ACTION_DIST_INPUTS].float()
+            next_probs = policy_probs(logits, list(head.logit_lens))
+        target_q = module.forward_target(module_batch)[Q_VALUES]
+        targets = coma_critic_targets(
+            target_q, next_probs, actions, module_batch, head, self.gamma, self.td_lambda
+        )
         q_taken = numpy(q_taken)
         baseline = q_taken - numpy(advantages)
         # Q(s,u): the critic's (Eq. 4 verbatim) or the sampled G^lambda_t (the same baseline)

@@ -8,7 +8,8 @@ An episode whose final spec was invalid gets no replay (an earlier round's spec 
 final actions wrote); those are counted as ``env/cf_invalid_final``. For every agent it samples an
 edit family (adaptively, by each family's recent |delta|, with a probability floor), builds the
 edit (for ``alternative``: an action sampled from the agent's own policy, from the
-action-distribution inputs the runner stored in the episode for that final step), calls
+action-distribution inputs the runner stored in the episode for that final step; the env decodes
+the team's final actions again with it swapped in, so the agents after it respond to it), calls
 ``env.counterfactual(spec, agent, edit)`` and stores ``delta = R(spec) - R(edited)`` in
 ``episode.custom_data``, which travels with the episode to the learner. Extra executions and their
 wall time are logged as ``env/cf_*`` metrics.

@@ -1,16 +1,21 @@
-"""LEMON's single-node edits, applied to a spec for counterfactual re-execution.
+"""LEMON's one-agent edits, applied to a spec for counterfactual re-execution.
 
 An :class:`~orchestrl.envs.counterfactual.Edit` (the counterfactual protocol's) changes exactly one
-agent's node:
+agent's choice:
 
 - ``BASE_DUTY``: the duty goes back to its role's base duty;
 - ``DROP_EDGE``: one dependency edge is removed. The node then works from what the dropped parent
   worked from (its first input): the analogue of an agent losing a parent's message and seeing
   only the task. Dropping a source edge leaves nothing to fall back on: the spec is invalid;
 - ``DOWNGRADE_CAPACITY``: large -> medium -> small;
-- ``ALTERNATIVE``: the agent's action is replaced by a given alternative (any action, even idle).
+- ``ALTERNATIVE``: the agent's action is replaced by a given alternative (any action, even idle),
+  and the team's whole joint action is decoded again: the true counterfactual of the team's
+  actions, in which every later agent's table references and ``auto`` choices (inputs, capacity;
+  see :mod:`.actions`) resolve against the edited node, as they would have had the agent acted so.
 
-An edit that changes nothing (reverting a base duty, downgrading ``small``, an idle agent) is
+The first three edit the spec as LEMON defines them (they change agent i's node, not its action:
+a dropped edge can leave a node no action writes) and leave the other nodes as written. An edit
+that changes nothing (reverting a base duty, downgrading ``small``, an idle agent) is
 reported as not applicable, with ``delta = 0``.
 """
 
@@ -58,28 +63,20 @@ def apply_edit(
     spec: OrchestrationSpec,
     node_id: str,
     edit: Edit,
-    decode: Callable[[tuple[int, ...]], dict[str, Any] | None],
+    decode: Callable[[tuple[int, ...]], Mapping[str, Any]],
 ) -> OrchestrationSpec | None:
     """The edited spec; None when the edit changes nothing; raises :class:`SpecError` when the
-    edited spec is invalid. ``decode`` turns an ALTERNATIVE action into node data (None = idle)."""
-    data = spec.model_dump(mode="json")
-    nodes = data["nodes"]
-    index = next((i for i, n in enumerate(nodes) if n["id"] == node_id), None)
+    edited spec is invalid. ``decode`` turns an ALTERNATIVE action of ``node_id``'s agent into the
+    spec data of the team's joint action with that agent's action replaced (the env's own decode
+    of the actions that wrote ``spec``; raises :class:`SpecError` for a team it cannot decode)."""
     if edit.family is EditFamily.ALTERNATIVE:
         if edit.action is None:
             raise ValueError("an alternative edit needs an action")
-        new = decode(tuple(int(v) for v in np.asarray(edit.action).reshape(-1)))
-        if index is not None:
-            del nodes[index]
-        if new is not None:
-            nodes.append(new)
-        if not nodes:
-            raise SpecError([SpecIssue(code="empty", location="nodes", message="every agent is idle")])
-        if all(_slot(n["id"]) is not None for n in nodes):
-            nodes.sort(key=lambda n: _slot(n["id"]))
-        data["output"] = nodes[-1]["id"]  # the env's convention: the last active agent answers
-        edited = parse_spec(data)
+        edited = parse_spec(decode(tuple(int(v) for v in np.asarray(edit.action).reshape(-1))))
         return None if edited == spec else edited
+    data = spec.model_dump(mode="json")
+    nodes = data["nodes"]
+    index = next((i for i, n in enumerate(nodes) if n["id"] == node_id), None)
     if index is None:
         return None
     node = nodes[index]
@@ -114,8 +111,3 @@ def apply_edit(
             deps.insert(position, parent["deps"][0])
         node["deps"] = deps
     return parse_spec(data)
-
-
-def _slot(node_id: str) -> int | None:
-    prefix, _, number = node_id.rpartition("_")
-    return int(number) if prefix == "agent" and number.isdigit() else None

@@ -128,23 +128,52 @@ def test_td_lambda_targets_follow_the_recursive_definition() -> None:
     np.testing.assert_allclose(targets[:3], [g0, g1, g2], rtol=1e-5)
 
 
-def test_td_lambda_bootstraps_a_cut_chunk_from_the_artificial_step() -> None:
-    gamma, lam = 0.9, 0.5
-    rewards = np.array([1.0, 2.0, 0.0], dtype=np.float32)
-    q = np.array([0.0, 0.0, 10.0], dtype=np.float32)
+R2 = np.array([2.0, 5.0, -1.0])
+"""The team reward of round 2 (the last) of a 2-round episode, by agent 0's round-2 action."""
+
+
+def round_1_target(pi_2: np.ndarray, a2: int | None) -> float:
+    """Agent 0's round-1 critic target in a 2-round episode (action 0, then ``a2``; rewards 1, then
+    R2[a2]) with an exact critic (Q(s_2, u) = R2[u]) and policy ``pi_2`` in round 2: from the whole
+    episode when ``a2`` is given, else from its first chunk, cut after round 1."""
+    piece = ComaAdvantage(gamma=0.9, lambda_=0.95, td_lambda=0.8, agents=["agent_0"], normalize=False)
+    q_1 = np.array([0.5, 1.0, 1.5])
+    if a2 is None:  # round 1, then RLlib's artificial step: s_2 with round 1's action repeated
+        rows, actions, rewards = [q_1, R2], [0, 0], [1.0, 0.0]
+        terminateds, truncateds = [0, 0], [1, 0]
+    else:  # rounds 1 and 2 (terminal), then the artificial step
+        rows, actions, rewards = [q_1, R2, np.zeros(3)], [0, a2, a2], [1.0, R2[a2], 0.0]
+        terminateds, truncateds = [0, 1, 0], [0, 0, 0]
+    n = len(rows)
+    log_pi = np.log(np.maximum(np.stack([PI[0], pi_2, pi_2]), 1e-300))[:n]
     batch = {
-        TEAM_REWARD: rewards,
-        "terminateds": np.zeros(3, dtype=np.float32),
-        "truncateds": np.array([0, 1, 0], dtype=np.float32),
+        "q": torch.tensor(np.stack(rows), dtype=torch.float32),
+        "actions": torch.tensor(actions),
+        "action_dist_inputs": torch.tensor(log_pi[[0] * n], dtype=torch.float32),  # stored: round 1's
+        "live_logits": torch.tensor(log_pi, dtype=torch.float32),  # the actor on each row's observation
+        TEAM_REWARD: np.array(rewards, dtype=np.float32),
+        "terminateds": np.array(terminateds, dtype=np.float32),
+        "truncateds": np.array(truncateds, dtype=np.float32),
+        AGENT_INDEX: np.zeros(n, dtype=np.int64),
     }
-    targets = team_value_targets(q, batch, gamma, lam)
-    g1 = rewards[1] + gamma * q[2]
-    g0 = rewards[0] + gamma * ((1 - lam) * q[1] + lam * g1)
-    np.testing.assert_allclose(targets[:2], [g0, g1], rtol=1e-5)
+    _, targets, _ = piece.module_advantages(FakeQModule(), batch, np.arange(n) < n - 1)
+    return float(targets[0])
+
+
+def test_a_two_round_episode_split_after_round_1_gives_the_whole_episodes_round_1_target() -> None:
+    """RLlib's artificial step after a cut repeats round 1's action; the bootstrap is the policy's
+    expectation of Q' in round 2 (Foerster et al.'s TD(lambda) critic), not Q' of that action."""
+    deterministic = np.array([0.0, 1.0, 0.0])  # round 2 takes action 1 for sure, not round 1's 0
+    whole = round_1_target(deterministic, a2=1)
+    assert whole == pytest.approx(1.0 + 0.9 * R2[1])
+    assert round_1_target(deterministic, a2=None) == pytest.approx(whole)
+    pi_2 = np.array([0.2, 0.5, 0.3])  # a stochastic round 2: the same in expectation over its action
+    expected = sum(pi_2[a] * round_1_target(pi_2, a2=a) for a in range(3))
+    assert round_1_target(pi_2, a2=None) == pytest.approx(expected)
 
 
 class FakeQModule:
-    """The two critic calls ComaAdvantage makes, answered from the batch (an exact critic)."""
+    """The critic and actor calls ComaAdvantage makes, answered from the batch (an exact critic)."""
 
     q_head = DISCRETE_3
 
@@ -153,6 +182,9 @@ class FakeQModule:
 
     def forward_target(self, batch: dict) -> dict:
         return {Q_VALUES: batch["q"]}
+
+    def forward_train(self, batch: dict) -> dict:
+        return {"action_dist_inputs": batch.get("live_logits", batch["action_dist_inputs"])}
 
 
 def one_step_batch(a0: int, a1: int) -> tuple[dict, np.ndarray]:

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from orchestrl.envs.counterfactual import Edit, EditFamily
+from orchestrl.envs.orchestration.actions import agent_id
 from orchestrl.envs.orchestration.env import OrchestrationEnv
 from orchestrl.envs.orchestration.solver import spec_actions
 from orchestrl.envs.orchestration.spec import Capacity
@@ -84,6 +85,43 @@ def test_swapping_in_another_action_replaces_the_node(finished: OrchestrationEnv
     assert Edit.alternative([1, 2, 0, 0, 0]).family is EditFamily.ALTERNATIVE
 
 
+def alternatives(env: OrchestrationEnv, slot: int, action: np.ndarray, rng: np.random.Generator) -> list:
+    """Other actions of agent ``slot``: each component changed alone (what a policy's alternative
+    mostly is), and two drawn uniformly from the mask."""
+    space, mask = env.action_space(agent_id(slot)), env.layout.mask(env.task, slot)
+    parts = np.split(mask, np.cumsum(space.nvec)[:-1])
+    out = []
+    for k, part in enumerate(parts):
+        choices = [v for v in np.flatnonzero(part) if v != action[k]]
+        if choices:
+            changed = action.copy()
+            changed[k] = rng.choice(choices)
+            out.append(changed)
+    return out + [space.sample(mask=mask) for _ in range(2)]
+
+
+@pytest.mark.parametrize(("level", "seeds"), [(2, (0, 1, 2)), (3, (0, 1))])
+def test_an_alternative_scores_as_the_team_acting_with_it(level: int, seeds: tuple[int, ...]) -> None:
+    """The true counterfactual: for every agent i and alternatives u'_i, the replayed reward is the
+    score of the spec the env decodes from {u_-i, u'_i} (here: a fresh env playing that joint
+    action), so later agents' inputs and ``auto`` capacities resolve against i's new node."""
+    env, judge = OrchestrationEnv(level=level, rounds=1), OrchestrationEnv(level=level, rounds=1)
+    rng = np.random.default_rng(level)
+    for seed in seeds:
+        env.reset(seed=seed)
+        team = env.expert_actions()  # the solver's final spec
+        env.step(team)
+        spec = env.counterfactual_spec()
+        assert spec is not None
+        for slot, agent in enumerate(env.possible_agents):
+            for action in alternatives(env, slot, np.asarray(team[agent]), rng):
+                replayed = env.replay(spec, agent, Edit.alternative(action))
+                judge.reset(seed=seed)
+                _, rewards, *_ = judge.step({**team, agent: action})
+                assert replayed.reward == pytest.approx(rewards[agent]), (seed, agent, action.tolist())
+                assert replayed.spec in (None, judge.counterfactual_spec())
+
+
 def test_an_idle_agent_has_nothing_to_revert(finished: OrchestrationEnv) -> None:
     spec = finished.last_spec
     written = {n.id for n in spec.nodes}
@@ -105,3 +143,8 @@ def test_an_episode_record_lets_a_fresh_env_replay_counterfactuals() -> None:
     assert replayed.reward == pytest.approx(original.reward)
     assert replayed.base_reward == pytest.approx(record["score"])
     assert set(record["actions"]) == set(env.possible_agents)
+    # an alternative needs the team's actions: a spec read back carries none, the env encodes it
+    swap = Edit.alternative(np.array(record["actions"]["agent_0"]) * [1, 0, 1, 1, 1])
+    assert learner_side.replay(yaml_text, "agent_0", swap).reward == pytest.approx(
+        env.replay(None, "agent_0", swap).reward
+    )
