@@ -9,9 +9,10 @@ proposed from them (:mod:`.candidates`); in every round all agents act at once (
 an :class:`.spec.OrchestrationSpec`, which is validated, compiled to pandas code (:mod:`.compiler`),
 executed in the sandbox pool (:mod:`.sandbox`) with a node cache (:mod:`.executor`) and scored
 against the whole target (:mod:`.reward`). After a round each agent sees its own node's outcome and
-how the team's output compares with the target (columns, row count, which example rows it holds),
-and may revise; after ``rounds`` rounds the episode ends. The reward of a round is the score's
-improvement, so an episode's return equals its final score; all agents share it.
+how the team's output compares with the target's public facts (columns, which example rows it
+holds, row count against a ``target_rows`` the caller gives), and may revise; after ``rounds``
+rounds the episode ends. The reward of a round is the score's improvement, so an episode's return
+equals its final score; all agents share it.
 
 Levels: 1: 2 agents, 1-2 stage linear pipelines over one table; 2: 3 agents, 3 stages with a join;
 3: 5 agents, 4-5 stages over 2-3 tables, distractor columns and dirty data; 4: 8 agents, branching
@@ -25,11 +26,12 @@ edit)``; ``replay(spec, agent, edit)`` gives the edited spec and the nodes re-ru
 ``episode_record()``, ``evaluate(spec)``, ``last_spec`` / ``last_yaml`` / ``last_source``, and
 ``reset(options={"task": task})`` to play a given :class:`.tasks.Task`. A task of public inputs only
 (no hidden target: :func:`.byexample.public_task`, a user's own tables) plays unscored: every
-reward is 0 and the round-2 feedback compares the output with the example rows and the target's
-columns, its row-count ratio against ``options["target_rows"]`` when given (else 1). At the end of an episode
-every agent's info carries ``metrics`` (floats: success, score, each reward term, cache_hit_rate,
-...; with ``reference_metrics`` also the solver's and a uniformly random team's success on the same
-task) and ``episode`` (task, per-agent actions, score) for later counterfactuals.
+reward is 0. For every task the round-2 feedback compares the output with the example rows and the
+target's columns, and its row count with ``options["target_rows"]`` when given (else a ratio of 1:
+never the hidden target's size). At the end of an episode every agent's info carries ``metrics``
+(floats: success, score, each reward term, cache_hit_rate, ...; with ``reference_metrics`` also the
+solver's and a uniformly random team's success on the same task) and ``episode`` (task, per-agent
+actions, score) for later counterfactuals.
 """
 
 from __future__ import annotations
@@ -54,7 +56,7 @@ from orchestrl.envs.orchestration.sandbox.pool import (
     check_isolation,
     release_shared_pool,
 )
-from orchestrl.envs.orchestration.solver import Solution, solve, solver_actions
+from orchestrl.envs.orchestration.solver import Solution, solve, solver_actions, spec_actions
 from orchestrl.envs.orchestration.spec import OrchestrationSpec, SpecError, parse_spec
 from orchestrl.envs.orchestration.tables import TargetIndex, row_hashes
 from orchestrl.envs.orchestration.tasks import HELDOUT_OFFSET, LEVELS, TASK_CACHE, Task, generate_task
@@ -368,8 +370,10 @@ class OrchestrationEnv(ParallelEnv):
         return CounterfactualOutcome(reward=result.reward, base_reward=result.base_reward, terms=terms)
 
     def replay(self, spec: OrchestrationSpec | str | None, agent: str, edit: Edit) -> CounterfactualResult:
-        """Re-executes ``spec`` (default: the last executed one) with one agent's node edited,
-        using the node cache; returns the edited reward, its terms, ``delta`` and the edited spec.
+        """Re-executes ``spec`` (default: the last executed one) with one agent's choice edited
+        (:func:`.edits.apply_edit`: an alternative action is decoded with the rest of the team's
+        joint action, :meth:`_actions_of`), using the node cache; returns the edited reward, its
+        terms, ``delta`` and the edited spec.
         The spec's ``task`` field says which task it belongs to (regenerated if it is not the
         current one)."""
         if agent not in self.possible_agents:
@@ -380,9 +384,13 @@ class OrchestrationEnv(ParallelEnv):
         task = self._task_of(spec)
         scorer = self._scorer(task)
         base = scorer.score(self._execution().execute(task, spec)).total
-        slot = int(agent.rsplit("_", 1)[1])
         try:
-            edited = apply_edit(spec, agent, edit, lambda action: self.layout.decode_node(task, slot, action))
+            edited = apply_edit(
+                spec,
+                agent,
+                edit,
+                lambda action: self.layout.decode(task, {**self._actions_of(spec, task), agent: action}),
+            )
         except SpecError as exc:
             invalid = scorer.invalid()
             return CounterfactualResult(
@@ -405,6 +413,24 @@ class OrchestrationEnv(ParallelEnv):
             cache_hits=execution.cache_hits,
         )
 
+    def _actions_of(self, spec: OrchestrationSpec, task: Task) -> dict[str, Any]:
+        """The joint action that wrote ``spec``, which an ``alternative`` edit decodes again with
+        one agent's action replaced: the final round's recorded actions when they wrote ``spec``
+        (what LEMON replays), else the actions that write it (:func:`.solver.spec_actions`: a spec
+        read back from YAML carries no actions). Raises ``ValueError`` for a spec no joint action
+        writes (e.g. one that reads a raw table after an agent cleaned it)."""
+        record = self._record
+        if record is not None and record.spec is not None and record.spec == spec:
+            return dict(record.actions)
+        try:
+            actions = spec_actions(spec, task, self.layout)
+            written = parse_spec(self.layout.decode(task, actions)) == spec
+        except ValueError:  # SpecError included
+            written = False
+        if not written:
+            raise ValueError("no joint action writes this spec: an alternative edit has no actions to edit")
+        return actions
+
     # ------------------------------------------------------------------------------ internals
     def _execution(self) -> Executor:
         if self._executor is None:
@@ -416,14 +442,15 @@ class OrchestrationEnv(ParallelEnv):
         key = (task.key.level, task.key.split, task.key.seed)
         scorer = self._scorers.get(key)
         if scorer is None:
-            assert task.target is not None and task.reference is not None
-            reference = self._execution().execute(task, task.reference)
+            # Nothing hidden runs here: the env's node cache, whose hits each agent observes
+            # (``Feedback.cached``), only ever holds what the agents and the solver ran.
+            assert task.target is not None
             scorer = Scorer(
                 TargetIndex(task.target),
                 task.reference_work,
                 self.layout.agents,
                 self.reward_config,
-                reference_outputs=frozenset(n.output_hash for n in reference.nodes.values() if n.output_hash),
+                examples=task.public.examples,
             )
             if len(self._scorers) >= TASK_CACHE:
                 self._scorers.pop(next(iter(self._scorers)))
@@ -476,7 +503,7 @@ class OrchestrationEnv(ParallelEnv):
         return {
             "team_valid": True,
             "team_schema": schema_progress([str(c) for c in output.columns], self._target_columns),
-            "team_rows_ratio": len(output) / max(self._rows_of_target(len(output)), 1),
+            "team_rows_ratio": len(output) / max(self._wanted_rows(len(output)), 1),
             "examples_found": found,
         }
 
@@ -514,11 +541,10 @@ class OrchestrationEnv(ParallelEnv):
         """The target's columns: public (the example rows' columns)."""
         return frozenset(str(c) for c in self.task.public.target_columns)
 
-    def _rows_of_target(self, output_rows: int) -> int:
-        """The hidden target's row count; for a public-only task the caller's ``target_rows``,
-        else ``output_rows`` (no signal: a ratio of 1)."""
-        if self.task.target is not None:
-            return self._scorer(self.task).target.rows
+    def _wanted_rows(self, output_rows: int) -> int:
+        """The wanted row count when the caller gives it (``reset``'s ``target_rows``, as
+        ``orchestrl plan --target-rows`` does), else ``output_rows`` (no signal: a ratio of 1).
+        Never the hidden target's size, in training as in ``plan``."""
         return self._target_rows if self._target_rows is not None else output_rows
 
     def _observe(self, agent: str, feedback: Feedback | None) -> dict[str, np.ndarray]:

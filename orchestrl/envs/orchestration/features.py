@@ -84,7 +84,7 @@ class Feedback:
     action: tuple[int, ...] | None = None  # the agent's own last action
     team_valid: bool = False
     team_schema: float = 0.0  # the output's columns against the target's (Jaccard)
-    team_rows_ratio: float = 0.0  # output rows / target rows (0 without an output)
+    team_rows_ratio: float = 0.0  # output rows / the caller's target_rows (1 without; 0 without an output)
     examples_found: tuple[int, ...] = field(default_factory=tuple)  # per example row: times in the output
     team_actions: tuple[tuple[int, ...] | None, ...] = ()  # every agent's last action (None: none)
 

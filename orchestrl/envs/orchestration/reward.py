@@ -9,13 +9,16 @@ Terms, each reported separately:
   unneeded large capacity or an extra node costs.
 - ``r_graph``: ``-graph * (nodes + edges) / (3 * agents)`` (a full graph of the level costs
   ``graph``).
-- ``r_process``: dense shaping, weighted ``process * (1 - schedule)``: the share of the hidden
-  reference's stages whose output some node reproduces exactly (same output hash), so every
-  correct node earns credit the moment it is right, even while a later node is still wrong.
-  (A mean of per-node schema similarity, the first version, paid a team for leaving upstream
-  nodes idle: a lone final stage reading the raw source matched the target's schema best. It
-  stays each agent's ``schema_match`` feedback, ``Score.node_progress``, and the fallback of a
-  scorer given no reference outputs.)
+- ``r_process``: dense shaping, weighted ``process * (1 - schedule)``, from public facts only (the
+  ones round 2's feedback shows): ``(schema + held) / 2``, where ``schema`` is the column Jaccard
+  of the team's output with the target's columns and ``held`` the share of the example rows the
+  output holds (0 unless it has exactly the target's columns). It never looks at the hidden
+  reference: several plans produce the target, and the version that paid for reproducing the
+  reference's node outputs rewarded one arbitrary plan among them, for something no agent could
+  see. Nor is it a mean over nodes: a mean of per-node schema similarity paid a team for leaving
+  upstream nodes idle (a lone final stage reading the raw source matched the target's schema
+  best); per-node schema similarity stays each agent's ``schema_match`` feedback and
+  ``Score.node_progress``. Two targets that fit the same public inputs get the same shaping.
 - ``r_penalty``: ``-penalty[kind] * (1 - 0.75 * schedule)`` for the worst failure (invalid spec,
   exception, timeout, limit breach, sandbox violation).
 
@@ -29,8 +32,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+import numpy as np
+import pandas as pd
+
 from orchestrl.envs.orchestration.executor import Execution
-from orchestrl.envs.orchestration.tables import Match, TargetIndex
+from orchestrl.envs.orchestration.tables import Match, TargetIndex, row_hashes
 
 PENALTIES: Mapping[str, float] = {
     "invalid": 0.5,
@@ -98,7 +104,9 @@ def schema_progress(columns: tuple[str, ...] | list[str], target: frozenset[str]
 
 
 class Scorer:
-    """Scores executions of one task (the target is indexed once; matches are memoised)."""
+    """Scores executions of one task (the target is indexed once; matches are memoised).
+    ``examples``: the task's public example rows, which ``r_process`` checks the output against
+    (none: only the schema half of the shaping can be earned)."""
 
     def __init__(
         self,
@@ -107,15 +115,18 @@ class Scorer:
         agents: int,
         config: RewardConfig,
         memoise: bool = True,
-        reference_outputs: frozenset[str] = frozenset(),
+        examples: pd.DataFrame | None = None,
     ) -> None:
         self.target = target
-        self.reference_outputs = reference_outputs  # output hashes of the reference's stages
         self.reference_work = reference_work
         self.agents = agents
         self.config = config
         self.memoise = memoise
-        self._matches: dict[str, Match] = {}
+        self.columns = frozenset(str(c) for c in examples.columns) if examples is not None else target.columns
+        self._examples = (
+            row_hashes(examples, sorted(self.columns)) if examples is not None else np.zeros(0, np.uint64)
+        )
+        self._matches: dict[str, tuple[Match, float]] = {}
 
     def invalid(self) -> Score:
         c = self.config
@@ -124,33 +135,40 @@ class Scorer:
     def score(self, execution: Execution) -> Score:
         c = self.config
         spec = execution.spec
-        match = Match(False, 0.0, 0.0, 0.0)
+        match, shaping = Match(False, 0.0, 0.0, 0.0), 0.0
         broken = False
         if execution.ok:
             key = str(execution.output_hash)
-            match = self._matches.get(key) if self.memoise else None  # type: ignore[assignment]
-            if match is None:
+            memo = self._matches.get(key) if self.memoise else None
+            if memo is None:
                 output = execution.output
                 broken = output is None  # the worker sent something that is not a table
-                match = self.target.compare(output) if output is not None else Match(False, 0.0, 0.0, 0.0)
-                self._matches[key] = match
+                if output is not None:
+                    memo = (self.target.compare(output), self.public_progress(output))
+                    self._matches[key] = memo
+            if memo is not None:
+                match, shaping = memo
         success = 1.0 if match.exact else 0.0
         work = execution.work
         efficiency = c.efficiency * min(1.0, self.reference_work / max(work, 1e-9)) if match.exact else 0.0
         graph = -c.graph * (len(spec.nodes) + spec.edges()) / (3.0 * self.agents)
         progress = {
-            n.node_id: schema_progress(n.columns, self.target.columns) if n.status == "ok" else 0.0
+            n.node_id: schema_progress(n.columns, self.columns) if n.status == "ok" else 0.0
             for n in execution.nodes.values()
         }
-        process = c.process_weight * self._process(execution, progress)
+        process = c.process_weight * shaping
         kinds = [k for k in execution.error_kinds if k != "upstream"] + (["protocol"] if broken else [])
         failure = max(kinds, key=lambda k: c.penalties.get(k, 0.25)) if kinds else None
         penalty = -c.penalties.get(failure, 0.25) * c.penalty_scale if failure else 0.0
         return Score(success, match.credit, efficiency, graph, process, penalty, work, failure, progress)
 
-    def _process(self, execution: Execution, progress: Mapping[str, float]) -> float:
-        """Share of reference stages reproduced (module docstring); schema mean without them."""
-        if not self.reference_outputs:
-            return sum(progress.values()) / len(progress) if progress else 0.0
-        produced = {n.output_hash for n in execution.nodes.values() if n.status == "ok"}
-        return len(self.reference_outputs & produced) / len(self.reference_outputs)
+    def public_progress(self, output: pd.DataFrame) -> float:
+        """``(schema + held) / 2`` of an output (module docstring, ``r_process``): public facts
+        only, the same whichever plan produced the hidden target."""
+        names = [str(c) for c in output.columns]
+        schema = schema_progress(names, self.columns)
+        held = 0.0
+        if len(self._examples) and len(set(names)) == len(names) and frozenset(names) == self.columns:
+            have = set(row_hashes(output, sorted(self.columns)).tolist())
+            held = sum(h in have for h in self._examples.tolist()) / len(self._examples)
+        return (schema + held) / 2.0

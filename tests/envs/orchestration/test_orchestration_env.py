@@ -194,9 +194,12 @@ def test_a_task_pool_bounds_the_training_tasks_and_is_validated() -> None:
         OrchestrationEnv(level=1, task_pool=-1)
 
 
-def test_each_reproduced_reference_stage_earns_process_credit_even_under_a_wrong_output() -> None:
+def test_process_shaping_pays_for_the_public_facts_of_the_output_not_for_the_reference() -> None:
+    """``r_process`` = weight * (schema + held) / 2: the output's columns against the target's and
+    the share of example rows it holds, what the round-2 feedback shows (never which hidden
+    reference stages it reproduces)."""
     env = OrchestrationEnv(level=2, rounds=1)
-    weight, stages = env.reward_config.process_weight, LEVELS[2].stages[0]
+    weight = env.reward_config.process_weight
     env.reset(seed=3)
     expert = reference_actions(env)
     env.step(expert)
@@ -204,8 +207,12 @@ def test_each_reproduced_reference_stage_earns_process_credit_even_under_a_wrong
     assert full.success == 1.0 and full.r_process == pytest.approx(weight)
     env.reset(seed=3)
     env.step({**expert, env.possible_agents[-1]: np.zeros(5, dtype=np.int64)})  # output node idle
-    partial = env.last_score
-    assert partial.success == 0.0 and partial.r_process == pytest.approx(weight * (stages - 1) / stages)
+    partial, output = env.last_score, env._last_execution.output
+    target = set(env.task.public.target_columns)
+    columns = {str(c) for c in output.columns}
+    schema = len(columns & target) / len(columns | target)
+    assert columns != target and 0 < schema < 1  # the wrong columns: no example row can be held
+    assert partial.success == 0.0 and partial.r_process == pytest.approx(weight * schema / 2)
 
 
 def test_the_registry_builds_the_env_and_names_unknown_kwargs() -> None:

@@ -5,6 +5,14 @@ For every level, the observations are rebuilt three ways and must be identical a
 - from a task rebuilt out of copies of the public inputs alone (candidates proposed anew);
 - with the hidden reference pipeline and the hidden target deleted;
 - with the reference replaced by another plan that yields the same example rows.
+
+And over whole episodes: the hidden pair (reference and target) is swapped for another pair that
+fits the same public inputs (another plan whose output holds every example row but differs on the
+hidden ones, with the target recomputed as its output). The same joint actions must then give the
+same observations in every round, feedback included (the row-count ratio, each node's ``cached``
+bit), on a fresh env and on a warm one whose node cache holds a first episode, and the same reward
+shaping ``r_process``. The row-count ratio is measured against a ``target_rows`` the caller gives,
+never against the hidden target's size.
 """
 
 from __future__ import annotations
@@ -19,11 +27,11 @@ import pytest
 from orchestrl.envs.orchestration.candidates import propose
 from orchestrl.envs.orchestration.env import OrchestrationEnv
 from orchestrl.envs.orchestration.plans import plan_signature, run_spec
-from orchestrl.envs.orchestration.solver import plan_space, successful_plans
+from orchestrl.envs.orchestration.solver import plan_space, spec_actions, successful_plans
 from orchestrl.envs.orchestration.spec import OrchestrationSpec
-from orchestrl.envs.orchestration.tables import row_hashes
+from orchestrl.envs.orchestration.tables import TargetIndex, row_hashes
 from orchestrl.envs.orchestration.tasks import LEVELS, PublicInputs, Task, generate_task
-from orchestrl.envs.spaces import OBS_KEY
+from orchestrl.envs.spaces import MASK_KEY, OBS_KEY
 
 SEEDS = (0, 1)
 
@@ -122,3 +130,129 @@ def test_a_task_from_another_level_is_refused() -> None:
     env = OrchestrationEnv(level=1)
     with pytest.raises(ValueError, match="level-2 task"):
         env.reset(options={"task": generate_task(2, "train", 0)})
+
+
+# ---------------------------------------------------------------- another hidden pair, all rounds
+Actions = dict[str, np.ndarray]
+
+
+def another_pair(level: int) -> tuple[Task, Task]:
+    """The first train task of ``level`` that has another plan whose output holds every example
+    row but is not the target and has another row count; returns the task and the task with its
+    hidden pair swapped: that plan as the reference and its output as the target."""
+    for seed in range(12):
+        task = generate_task(level, "train", seed)
+        index = TargetIndex(task.target)
+        for spec in itertools.islice(plan_space(task), 300):
+            if not holds_examples(task, spec):
+                continue
+            run = run_spec(task.sources, spec)
+            if index.compare(run.output).exact or len(run.output) == len(task.target):
+                continue
+            target = run.output.reset_index(drop=True)
+            return task, dataclasses.replace(task, reference=spec, target=target, reference_work=run.work)
+    raise AssertionError(f"no level-{level} task with a second consistent hidden pair")
+
+
+def schedule(task: Task, other: Task) -> list[Actions]:
+    """Joint actions, one per round: the other plan, the reference, a masked random team, the
+    solver's plan. Computed on a scratch env, so the played envs see only what their agents run."""
+    env = OrchestrationEnv(level=task.key.level)
+    try:
+        obs, _ = env.reset(options={"task": task})
+        randoms = {}
+        for i, agent in enumerate(env.possible_agents):
+            space = env.action_space(agent)
+            space.seed(i)
+            randoms[agent] = space.sample(mask=obs[agent][MASK_KEY])
+        return [
+            spec_actions(other.reference, task, env.layout),
+            spec_actions(task.reference, task, env.layout),
+            randoms,
+            env.expert_actions(),
+        ]
+    finally:
+        env.close()
+
+
+def play(env: OrchestrationEnv, task: Task, rounds: list[Actions]) -> list[tuple[Actions, float]]:
+    """One episode of ``rounds``: every observation (reset's, then each round's, arrays of the
+    observation and the mask per agent) with that round's ``r_process`` (0 after reset)."""
+    obs, _ = env.reset(options={"task": task})
+    seen = [(_arrays(obs), 0.0)]
+    for actions in rounds:
+        obs, *_ = env.step(actions)
+        assert env.last_score is not None
+        seen.append((_arrays(obs), env.last_score.r_process))
+    return seen
+
+
+def _arrays(obs: dict) -> Actions:
+    return {f"{a}/{k}": np.asarray(o[k]).copy() for a, o in obs.items() for k in (OBS_KEY, MASK_KEY)}
+
+
+def assert_same_rounds(left: list[tuple[Actions, float]], right: list[tuple[Actions, float]]) -> None:
+    assert len(left) == len(right)
+    for rnd, ((obs_l, shaping_l), (obs_r, shaping_r)) in enumerate(zip(left, right, strict=True)):
+        assert obs_l.keys() == obs_r.keys()
+        for key in obs_l:
+            np.testing.assert_array_equal(obs_l[key], obs_r[key], err_msg=f"round {rnd}: {key}")
+        assert shaping_l == pytest.approx(shaping_r), f"round {rnd}: r_process"
+
+
+def played(level: int, episodes: list[list[int]]) -> tuple[list, list]:
+    """Both hidden pairs played on one env each, episode after episode (``episodes``: indices
+    into :func:`schedule`, one list of the same length per episode)."""
+    task, swapped = another_pair(level)
+    rounds = schedule(task, swapped)
+    out = []
+    for t in (task, swapped):
+        env = OrchestrationEnv(level=level, rounds=len(episodes[0]))
+        try:
+            seen = []
+            for episode in episodes:
+                seen += play(env, t, [rounds[i] for i in episode])
+            out.append(seen)
+        finally:
+            env.close()
+    return out[0], out[1]
+
+
+@pytest.mark.parametrize("level", sorted(LEVELS))
+def test_another_hidden_pair_for_the_same_public_inputs_changes_no_observation_in_any_round(
+    level: int,
+) -> None:
+    task, swapped = another_pair(level)
+    assert task.public is swapped.public and len(swapped.target) != len(task.target)
+    left, right = played(level, [[0, 1, 2, 3]])
+    assert_same_rounds(left, right)
+
+
+@pytest.mark.parametrize("level", sorted(LEVELS))
+def test_a_warm_env_carries_nothing_hidden_from_one_episode_into_the_next(level: int) -> None:
+    """The second episode first writes the first pair's reference, which no agent ran before: its
+    nodes' ``cached`` bits must not depend on what the first episode scored against."""
+    left, right = played(level, [[0, 2], [1, 3]])
+    assert_same_rounds(left, right)
+
+
+def test_the_row_count_ratio_follows_only_a_target_rows_the_caller_gives() -> None:
+    """Training and ``orchestrl plan`` alike: without ``target_rows`` the ratio is 1 whatever the
+    hidden target's size; with it, the output's rows against that count."""
+    task, swapped = another_pair(1)
+    rows = len(swapped.target)  # the other plan's output: not the target's row count
+    env = OrchestrationEnv(level=1, rounds=2)
+    try:
+        actions = spec_actions(swapped.reference, task, env.layout)
+
+        def round_two(**options: int) -> np.ndarray:
+            env.reset(options={"task": task, **options})
+            obs, *_ = env.step(actions)
+            return obs["agent_0"][OBS_KEY]
+
+        round_two()  # every later run finds the nodes cached
+        unknown = round_two()
+        np.testing.assert_array_equal(unknown, round_two(target_rows=rows))  # a ratio of 1
+        assert not np.array_equal(unknown, round_two(target_rows=len(task.target)))
+    finally:
+        env.close()

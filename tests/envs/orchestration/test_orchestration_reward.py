@@ -52,6 +52,7 @@ def _scorer(task, schedule: float = 0.0) -> Scorer:
         task.reference_work,
         LEVELS[task.key.level].agents,
         RewardConfig(schedule=schedule),
+        examples=task.public.examples,
     )
 
 
@@ -101,3 +102,16 @@ def test_every_term_is_reported_and_sums_to_the_score() -> None:
     parts = ["r_success", "r_efficiency", "r_graph", "r_process", "r_penalty"]
     assert set(parts) | {"score", "success"} == set(terms)
     assert terms["score"] == pytest.approx(float(np.sum([terms[p] for p in parts])))
+
+
+def test_process_shaping_reads_the_example_rows_not_the_hidden_target() -> None:
+    """Two targets that fit the same example rows: the same execution earns the same shaping
+    (``r_process``), while ``r_success`` tells them apart."""
+    task, execution = _execution(2, 4)
+    truth = _scorer(task).score(execution)
+    examples = task.public.examples
+    other = TargetIndex(examples.copy())  # a target of the example rows alone fits them too
+    scorer = Scorer(other, task.reference_work, LEVELS[2].agents, RewardConfig(), examples=examples)
+    swapped = scorer.score(execution)
+    assert truth.r_process == swapped.r_process == pytest.approx(RewardConfig().process_weight)
+    assert truth.success == 1.0 and swapped.success == 0.0
