@@ -655,6 +655,49 @@ def serve_section(d: dict[str, Any]) -> list[str]:
     ]
 
 
+def serve_faults_section(d: dict[str, Any]) -> list[str]:
+    def phase(p: dict[str, Any]) -> str:
+        return f"{p['p50']:,.0f} / {p['p99']:,.0f} ms ({p['n']:,})" if p.get("n") else "none"
+
+    rows = [
+        [
+            f"`POST {path}`",
+            *(phase(d["latency_ms"][path][k]) for k in ("before", "during", "after")),
+        ]
+        for path in ("/act", "/plan")
+    ]
+    soak = d["soak"]
+    rss = [sample["rss_mb"] for sample in soak["rss_mb"]]
+    in_flight = d["failed"] - d["failed_not_in_flight"]
+    return [
+        f"Team: {d['team']} on {d['replicas']} replicas, 127.0.0.1; `POST /act` paced at "
+        f"{d['act_rate_per_s']:g} requests/s from {d['act_clients']} clients (answered: "
+        f"{d['act_answered_per_s']:g}/s) and one `POST /plan` every "
+        f"{d['plan_every_s']:g} s; one replica's process killed (SIGKILL) after "
+        f"{d['killed']['after_s']:g} s. "
+        "Every endpoint is idempotent, so a client retries a failed request (no answer, or 5xx) once.",
+        "",
+        f"- {d['sent']:,} requests sent, {d['answered_200']:,} answered 200, {d['failed']} failed after "
+        f"the retry ({in_flight} in flight on the killed replica, **{d['failed_not_in_flight']} not**); "
+        f"{d['first_try_failed']} first tries failed (statuses {d['first_try_failed_statuses']}, "
+        f"{d['first_try_failed_in_flight_at_kill']} of them in flight at the kill), "
+        f"{d['saved_by_retry']} answered on the retry.",
+        f"- Recovery: {d['recovery_s']} s from the kill until Serve ran 2 replicas again.",
+        f"- Soak: {soak['seconds']:g} s of `/act` paced at {soak['act_rate_per_s']:g} requests/s "
+        f"(answered: {soak['act_answered_per_s']:g}/s) and a `/plan` every {soak['plan_every_s']:g} s: "
+        f"{soak['requests']:,} requests, {soak['failed']} failed, `/act` p50 / p99 "
+        f"{soak['latency_ms']['/act']['p50']:,.0f} / {soak['latency_ms']['/act']['p99']:,.0f} ms; "
+        f"the replicas' RSS (with their sandbox workers) {rss[0]:,.0f} → {rss[-1]:,.0f} MB "
+        f"(min {min(rss):,.0f}, max {max(rss):,.0f}), growth **{d['soak_rss_growth_mb']:+.1f} MB**.",
+        f"- Processes: {d['processes_left']} of the {d['processes_seen']} replica and sandbox processes "
+        "seen were alive after Ray stopped.",
+        "",
+        *table(["latency p50 / p99 (requests)", "before the kill", "during recovery", "after"], rows),
+        "",
+        load_note(d["loadavg_fault"]["before"], d["loadavg_fault"]["after"]),
+    ]
+
+
 def orchestration_env_section(d: dict[str, Any]) -> list[str]:
     rows = []
     for level, v in d["levels"].items():
@@ -751,6 +794,14 @@ SAVED = (
         "python benchmarks/serve.py --quick > benchmarks/results/serve.json",
         "python benchmarks/serve.py                        # 4,000 requests",
         serve_section,
+    ),
+    Saved(
+        "serve_faults.json",
+        "Serving under faults",
+        "python benchmarks/serve.py --faults | sed -n '/^{/,$p' > benchmarks/results/serve_faults.json"
+        "   # Ray's log lines come first",
+        "python benchmarks/serve.py --faults --soak-s 30   # a short soak",
+        serve_faults_section,
     ),
     Saved(
         "tracking_outage.json",

@@ -28,7 +28,10 @@ from orchestrl.cli_options import (
     fail,
     named_files,
 )
+from orchestrl.deploy.limits import TOKEN_ENV, ServeLimits, TokenError, resolve_token
 from orchestrl.errors import ConfigError
+
+LIMITS = ServeLimits()
 
 runs_app = typer.Typer(
     name="runs",
@@ -131,18 +134,65 @@ def serve_command(
             "(repeatable; read-only).",
         ),
     ] = None,
+    token_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--token-file",
+            help=f"A file holding the bearer token requests must carry (else {TOKEN_ENV}); "
+            "required beyond loopback.",
+        ),
+    ] = None,
+    max_body_bytes: Annotated[
+        int, typer.Option("--max-body-bytes", min=1, help="Largest request body (413).")
+    ] = LIMITS.body_bytes,
+    timeout_s: Annotated[
+        float, typer.Option("--timeout-s", min=0.001, help="Time limit of one request's work (504).")
+    ] = LIMITS.timeout_s,
+    concurrency: Annotated[
+        int, typer.Option("--concurrency", min=1, help="Requests one replica answers at once (503).")
+    ] = LIMITS.concurrency,
+    queued: Annotated[
+        int, typer.Option("--queued", min=1, help="Requests waiting for a free replica (503 beyond).")
+    ] = LIMITS.queued,
+    max_table_rows: Annotated[
+        int, typer.Option("--max-table-rows", min=1, help="Rows per table of a POST /plan (413).")
+    ] = LIMITS.table_rows,
+    max_table_columns: Annotated[
+        int, typer.Option("--max-table-columns", min=1, help="Columns per table of a POST /plan (413).")
+    ] = LIMITS.table_columns,
+    max_question_chars: Annotated[
+        int, typer.Option("--max-question-chars", min=1, help="Characters of a POST /ask question (413).")
+    ] = LIMITS.question_chars,
+    max_result_rows: Annotated[
+        int, typer.Option("--max-result-rows", min=1, help="Rows a POST /ask query may return.")
+    ] = LIMITS.result_rows,
     run_dir: StoreDirOpt = None,
     tracking_uri: TrackingOpt = None,
     verbose: VerboseOpt = False,
 ) -> None:
     """Serve a checkpoint over HTTP on Ray Serve: POST /act (observations -> actions) and the
-    endpoints of its env family (POST /plan, POST /ask); Ctrl-C stops it."""
+    endpoints of its env family (POST /plan, POST /ask); Ctrl-C stops it. Beyond loopback every
+    request needs the bearer token (--token-file or ORCHESTRL_SERVE_TOKEN)."""
     from orchestrl.deploy import serve
     from orchestrl.deploy.endpoints import ServedTeam, endpoint_classes
     from orchestrl.deploy.team import TeamError, find_team
     from orchestrl.envs.registry import get_env
     from orchestrl.training.runtime import quiet_environment, ray_session, silence_noise
 
+    try:
+        token = resolve_token(host, token_file)
+    except TokenError as err:
+        fail(str(err))
+    limits = ServeLimits(
+        body_bytes=max_body_bytes,
+        timeout_s=timeout_s,
+        concurrency=concurrency,
+        queued=queued,
+        table_rows=max_table_rows,
+        table_columns=max_table_columns,
+        question_chars=max_question_chars,
+        result_rows=max_result_rows,
+    )
     quiet_environment(Path(run_dir or "runs"))
     silence_noise(verbose)
     try:
@@ -155,14 +205,14 @@ def serve_command(
     databases = parse_databases(database or [], family)
     if not (address or os.environ.get("RAY_ADDRESS")) and not port_free(host, port):
         fail(f"--port {port}: {host}:{port} is already in use")
-    served = ServedTeam(policy, str(team.checkpoint), family, cfg.to_dict(), databases)
+    served = ServedTeam(policy, str(team.checkpoint), family, cfg.to_dict(), databases, limits)
     serve.serve_environment()
     stop = threading.Event()
     with ray_session(cfg.resources, Path(run_dir or cfg.run_dir), address=address, verbose=verbose):
         for signum in (signal.SIGINT, signal.SIGTERM):  # after Ray's own handlers are installed
             signal.signal(signum, lambda *_: stop.set())
         try:
-            url = serve.start(served, host=host, port=port, replicas=replicas, verbose=verbose)
+            url = serve.start(served, host=host, port=port, replicas=replicas, token=token, verbose=verbose)
             typer.echo(f"serving {team.checkpoint}")
             typer.echo(
                 f"  {cfg.algorithm.name} on {cfg.env.name}; agents: {', '.join(sorted(policy.agents))}"
@@ -172,6 +222,8 @@ def serve_command(
                 typer.echo(f"  POST {url}{endpoint.path}  ({endpoint.summary})")
             if databases:
                 typer.echo(f"  databases: {', '.join(sorted(databases))}")
+            if token is not None:
+                typer.echo("  every request needs the header  Authorization: Bearer <token>")
             typer.echo("Ctrl-C stops it")
             while not stop.wait(0.5):
                 pass

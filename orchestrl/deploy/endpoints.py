@@ -10,14 +10,26 @@ An endpoint class that answers about files the server is started with (``orchest
 --database NAME=FILE``) sets ``reads_databases = True`` and may define a classmethod
 ``check_database(path)`` that raises ``ValueError`` (one line) for a file it cannot answer about,
 so a bad file is refused before Ray starts.
+
+An endpoint answers one request at a time (the router holds a lock around ``__call__``) unless
+its class sets ``concurrent = True``: its ``__call__`` is then safe on several threads at once
+(:class:`ActEndpoint`: a forward pass that changes nothing).
+
+Limits: an endpoint reads those that concern it from :attr:`ServedTeam.limits`
+(:class:`~orchestrl.deploy.limits.ServeLimits`) and, for work that can run long, the time its request
+has left from :func:`remaining_s` (the router sets the deadline, :data:`DEADLINE`): work past it
+should stop and raise ``RequestError("request", ..., status=504)``.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from orchestrl.deploy.limits import ServeLimits
 from orchestrl.dotted import load
 from orchestrl.envs.registry import family_endpoints
 from orchestrl.experiment.policy import ObservationError, TrainedPolicy, to_json
@@ -44,6 +56,18 @@ class ServedTeam:
     """The run's resolved experiment config (``ExperimentConfig.to_dict()``)."""
     databases: dict[str, str] = field(default_factory=dict)
     """Files an endpoint answers about (``--database``), name -> path."""
+    limits: ServeLimits = field(default_factory=ServeLimits)
+    """What the server accepts (``orchestrl serve``'s limit options)."""
+
+
+DEADLINE: ContextVar[float | None] = ContextVar("orchestrl_request_deadline", default=None)
+"""The ``time.monotonic()`` by which the request being answered must end (None: no limit)."""
+
+
+def remaining_s(default: float = float("inf")) -> float:
+    """Seconds the request being answered has left (``default`` outside a request; at least 0)."""
+    deadline = DEADLINE.get()
+    return default if deadline is None else max(0.0, deadline - time.monotonic())
 
 
 class Endpoint(Protocol):
@@ -58,6 +82,7 @@ class ActEndpoint:
 
     path = "/act"
     summary = "observations -> actions"
+    concurrent = True
 
     def __init__(self, team: ServedTeam) -> None:
         self.policy = team.policy

@@ -1,6 +1,7 @@
 """A real `orchestrl train` run used three ways: its summary names the checkpoint, its MLflow
 model acts, `orchestrl evaluate RUN_ID` nests under it, and `orchestrl serve`'s Ray Serve app
-answers HTTP on 127.0.0.1 (concurrent requests, bad requests), then shuts down (a real local Ray)."""
+answers HTTP on 127.0.0.1 (concurrent requests, bad requests; with a token and limits: 401, 413,
+hostile bodies, a flood answered 200 or 503 with Retry-After), then shuts down (a real local Ray)."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from typer.testing import CliRunner
 from orchestrl.cli import app, summary_table
 from orchestrl.deploy import serve
 from orchestrl.deploy.endpoints import ServedTeam
+from orchestrl.deploy.limits import ServeLimits
 from orchestrl.deploy.team import find_team
 from orchestrl.experiment.config import validate_config
 from orchestrl.experiment.policy import to_json
@@ -120,3 +122,66 @@ def test_serve_answers_act_over_http_concurrently_and_rejects_bad_requests(train
         serve.stop()
     with pytest.raises(OSError), socket.create_connection(("127.0.0.1", port), timeout=5):
         pass  # Serve's HTTP proxy is gone
+
+
+TOKEN = "s3cret-token-0123456789"
+
+
+def call_with(
+    url: str, body: Any = None, method: str = "POST", **headers: str
+) -> tuple[int, dict[str, Any], dict[str, str]]:
+    """``call`` with request headers; returns the status, the JSON (or the text) and the headers."""
+    data = body if isinstance(body, bytes) else None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(
+        url, data=data, method=method, headers={"content-type": "application/json", **headers}
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=30) as resp:
+            status, raw, got = resp.status, resp.read(), dict(resp.headers)
+    except urllib.error.HTTPError as err:
+        status, raw, got = err.code, err.read(), dict(err.headers)
+    try:
+        return status, json.loads(raw), got
+    except ValueError:
+        return status, {"text": raw.decode(errors="replace")}, got
+
+
+def test_serve_with_a_token_and_limits_over_http(trained: TrainSummary) -> None:
+    team = find_team(trained.checkpoint)
+    policy = team.policy(team.rllib_config("train"))
+    port = free_port()
+    limits = ServeLimits(body_bytes=4096, concurrency=1, queued=1)
+    served = ServedTeam(policy, trained.checkpoint, "mpe", limits=limits)
+    url = serve.start(served, host="127.0.0.1", port=port, token=TOKEN)
+    auth = {"Authorization": f"Bearer {TOKEN}"}
+    body = {"observations": observations(team, range(1))[0]}
+    try:
+        for reply in (
+            call_with(f"{url}/act", body),
+            call_with(f"{url}/", method="GET"),
+            call_with(f"{url}/act", body, Authorization=f"Bearer {TOKEN[:-1]}"),
+        ):
+            assert reply[:2] == (
+                401,
+                {"error": "authorization: a valid bearer token is required", "field": "authorization"},
+            )
+            assert reply[2]["www-authenticate"] == "Bearer"
+        assert call_with(f"{url}/", method="GET", **auth)[0] == 200
+        assert call_with(f"{url}/act", body, **auth)[:2] == (
+            200,
+            {"actions": to_json(policy.act(policy.observations(body["observations"])))},
+        )
+        assert call_with(f"{url}/act", {**body, "pad": "x" * 8192}, **auth)[:2] == (
+            413,
+            {"error": "body: larger than 4,096 bytes (the server's limit)", "field": "body"},
+        )
+        for hostile in (b"{oops", b'{"observations": NaN}', b"[" * 4000, b'{"a": [1e999]}'):
+            assert call_with(f"{url}/act", hostile, **auth)[0] == 400
+        with ThreadPoolExecutor(16) as pool:  # a flood: 1 at a time per replica, 1 waiting
+            flood = list(pool.map(lambda _: call_with(f"{url}/act", body, **auth), range(48)))
+        statuses = {status for status, _, _ in flood}
+        assert statuses <= {200, 503} and 200 in statuses, statuses
+        assert all(h.get("retry-after") == "1" for s, _, h in flood if s == 503)
+        assert call_with(f"{url}/act", body, **auth)[0] == 200  # still serving
+    finally:
+        serve.stop()

@@ -31,16 +31,18 @@ every example row and still differ on rows the examples do not show.
 
 from __future__ import annotations
 
+import csv
 import io
 import json
+import time
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from orchestrl.deploy.endpoints import RequestError, ServedTeam
+from orchestrl.deploy.endpoints import RequestError, ServedTeam, remaining_s
 from orchestrl.experiment.policy import TrainedPolicy
 
 if TYPE_CHECKING:
@@ -210,9 +212,11 @@ class Planner:
         examples: pd.DataFrame,
         fallback: bool = True,
         target_rows: int | None = None,
+        deadline: float | None = None,
     ) -> Plan:
         """The team's spec for ``sources`` and ``examples`` (module docstring), checked in the
-        sandbox; ``target_rows``: the wanted table's row count, when known."""
+        sandbox; ``target_rows``: the wanted table's row count, when known; ``deadline``: the
+        ``time.monotonic()`` after which the solver's search stops with what it has."""
         from orchestrl.envs.orchestration import byexample
 
         check_limits(sources, examples, self.limits)
@@ -234,7 +238,7 @@ class Planner:
                 notes.append(f"the team's spec does not match{failed}; the solver steps in")
             if not fallback:
                 return Plan("team", None, None, byexample.NOTHING_RAN, None, notes)
-            solution = byexample.solve(task, executor)
+            solution = byexample.solve(task, executor, deadline=deadline)
             if solution.spec is None:
                 notes.append("the solver found no plan either")
                 best = team_check or byexample.NOTHING_RAN
@@ -282,16 +286,28 @@ def write_plan(plan: Plan, sources: Mapping[str, pd.DataFrame], out: Path) -> li
     return written
 
 
+MAX_NAME_CHARS = 128
+"""Characters of a table's name in a ``POST /plan`` (names come back in errors and the spec)."""
+
+
 class PlanEndpoint:
     """``POST /plan``: ``{"sources": {name: CSV text, ...}, "target_example": CSV text}`` (the fact
     table first; optional ``"target_rows"``) -> ``{"by", "ok", "spec", "pipeline", "match", "team",
-    "notes"}``."""
+    "notes"}``.
+
+    A table beyond the server's ``table_rows`` or ``table_columns``
+    (:class:`~orchestrl.deploy.limits.ServeLimits`) is 413 (columns are counted on the CSV's header
+    before it is parsed); beyond what the team's level takes (tables, target columns, example rows)
+    400. The work is bounded: each pipeline stops at the sandbox's CPU and wall limits, and the
+    solver's search at its budget of executions or at the request's time limit, whichever first."""
 
     path = "/plan"
     summary = "your tables as CSV + a target example -> spec, pipeline.py"
 
     def __init__(self, team: ServedTeam) -> None:
         self.planner = Planner.from_served(team)
+        self.rows, self.columns = team.limits.table_rows, team.limits.table_columns
+        self.planner.limits = replace(self.planner.limits, rows=self.rows, columns=self.columns)
 
     def __call__(self, body: Mapping[str, Any]) -> dict[str, Any]:
         rows = body.get("target_rows")
@@ -308,14 +324,33 @@ class PlanEndpoint:
         try:
             sources = {}
             for name, text in tables.items():
+                if len(name) > MAX_NAME_CHARS:
+                    raise RequestError("sources", f"a table name longer than {MAX_NAME_CHARS} characters")
                 if not isinstance(text, str):
                     raise PlanInputError(f"sources.{name}", "expected CSV text")
-                sources[str(name)] = read_csv(f"sources.{name}", text, is_path=False)
-            examples = read_csv("target_example", example, is_path=False)
-            plan = self.planner.plan(sources, examples, target_rows=rows)
+                sources[str(name)] = self.table(f"sources.{name}", text)
+            examples = self.table("target_example", example)
+            if remaining_s() <= 0:
+                raise RequestError("request", "no time left to plan (the server's time limit)", status=504)
+            left = remaining_s()
+            deadline = time.monotonic() + left if left != float("inf") else None
+            plan = self.planner.plan(sources, examples, target_rows=rows, deadline=deadline)
         except PlanInputError as err:
             field = (
                 err.field if err.field.startswith(("sources", "target_example")) else f"sources.{err.field}"
             )
             raise RequestError(field, err.message) from None
         return plan.as_json()
+
+    def table(self, field: str, text: str) -> pd.DataFrame:
+        """CSV text as a table within the server's limits (413 beyond them)."""
+        try:
+            header = next(csv.reader(io.StringIO(text)), [])
+        except csv.Error:
+            header = []  # pandas says what is wrong with it
+        if len(header) > self.columns:
+            raise RequestError(field, f"{len(header):,} columns; the limit is {self.columns}", status=413)
+        frame = read_csv(field, text, is_path=False)
+        if len(frame) > self.rows:
+            raise RequestError(field, f"{len(frame):,} rows; the limit is {self.rows:,}", status=413)
+        return frame

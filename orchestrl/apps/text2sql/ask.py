@@ -29,14 +29,14 @@ from typing import Any
 import numpy as np
 import torch
 
-from orchestrl.deploy.endpoints import RequestError, ServedTeam
+from orchestrl.deploy.endpoints import RequestError, ServedTeam, remaining_s
 from orchestrl.envs.spaces import MASK_KEY, OBS_KEY
 from orchestrl.envs.text2sql import actions as act
 from orchestrl.envs.text2sql.introspect import schema_from_sqlite
 from orchestrl.envs.text2sql.observation import OBS_DIM, LimitError, check_question, encode_observation
 from orchestrl.envs.text2sql.query import PlanError, QueryPlan, render_sql
 from orchestrl.envs.text2sql.schemas import Schema
-from orchestrl.envs.text2sql.sql_runner import SQLRunner
+from orchestrl.envs.text2sql.sql_runner import SQLResult, SQLRunner
 from orchestrl.envs.text2sql.tokenizer import split_words
 from orchestrl.envs.text2sql.values import ValueIndex
 
@@ -156,9 +156,11 @@ class AskEndpoint:
 
     ``database`` names one of the files registered with ``orchestrl serve --database NAME=FILE``
     (:attr:`orchestrl.deploy.endpoints.ServedTeam.databases`); each replica opens them read-only
-    once, so each path must be readable where the replicas run (on one machine: always). SQL that
-    SQLite rejects, or choices that make no SQL, are an answer (200) with ``error`` set, not a bad
-    request.
+    once, so each path must be readable where the replicas run (on one machine: always); a name is
+    a key, never a path. SQL that SQLite rejects, or choices that make no SQL, are an answer (200)
+    with ``error`` set, not a bad request; so is a result beyond the server's ``result_rows`` (no
+    rows then). A question beyond ``question_chars`` is 413; a query still running at the request's
+    time limit is stopped by SQLite's progress handler and the request gets 504.
     """
 
     path = "/ask"
@@ -178,22 +180,48 @@ class AskEndpoint:
 
         self.team = Team(served.policy.module[TEAM], served.checkpoint)
         self.databases = {name: Database.open(path) for name, path in served.databases.items()}
+        self.limits = served.limits
 
     def __call__(self, body: Mapping[str, Any]) -> dict[str, Any]:
         question, name = body.get("question"), body.get("database")
         if not isinstance(question, str) or not question.strip():
             raise RequestError("question", "required: the question, a non-empty string")
+        if len(question) > self.limits.question_chars:
+            limit = f"{len(question):,} characters; the limit is {self.limits.question_chars:,}"
+            raise RequestError("question", limit, status=413)
         if not isinstance(name, str):
             raise RequestError("database", f"required: one of {sorted(self.databases)} (a string)")
         database = self.databases.get(name)
         if database is None:
             known = ", ".join(sorted(self.databases)) or "none; serve with --database NAME=FILE.sqlite"
-            raise RequestError("database", f"unknown database {name!r} (registered: {known})", status=404)
+            raise RequestError(
+                "database", f"unknown database {name[:64]!r} (registered: {known})", status=404
+            )
+        words = split_words(question)
         try:
-            answer = self.team.ask(database, question)
+            check_question(words)
         except LimitError as err:
             raise RequestError("question", str(err)) from None
+        plan = self.team.plans([words], [database.schema], [database.values])[0]
+        try:
+            sql = render_sql(plan, database.schema)
+        except PlanError as err:
+            return {"sql": None, "rows": [], "error": str(err)}
+        result = self.run(database, sql)
         rows = [
-            [value if not isinstance(value, bytes) else value.hex() for value in row] for row in answer.rows
+            [value if not isinstance(value, bytes) else value.hex() for value in row] for row in result.rows
         ]
-        return {"sql": answer.sql, "rows": rows, "error": answer.error}
+        return {"sql": sql, "rows": rows, "error": None if result.ok else result.error}
+
+    def run(self, database: Database, sql: str) -> SQLResult:
+        """``sql`` on ``database`` (read-only, at most ``result_rows`` rows) within the time the
+        request has left: a query still running then is interrupted (504)."""
+        left = remaining_s(default=self.limits.timeout_s)
+        with SQLRunner(database.path, timeout_s=left, max_rows=self.limits.result_rows) as runner:
+            result = runner.run(sql)
+        if result.error_kind == "timeout":
+            message = (
+                f"the query ran past the server's time limit ({self.limits.timeout_s:g} s) and was stopped"
+            )
+            raise RequestError("request", message, status=504)
+        return result

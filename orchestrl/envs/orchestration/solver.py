@@ -75,9 +75,11 @@ def public_only(task: Any) -> Any:
     return dataclasses.replace(task, reference=None, target=None, reference_work=0.0)
 
 
-def solve(task: Any, executor: Any, budget: int | None = None) -> Solution:
+def solve(task: Any, executor: Any, budget: int | None = None, deadline: float | None = None) -> Solution:
     """The solver's plan for ``task`` (its hidden part is removed first), executions run through
-    ``executor`` (a :class:`.executor.Executor` on the sandbox pool)."""
+    ``executor`` (a :class:`.executor.Executor` on the sandbox pool). It stops after ``budget``
+    executions, or once ``time.monotonic()`` passes ``deadline`` (a served request's time limit),
+    with the best plan found so far."""
     started = time.perf_counter()
     task = public_only(task)
     public = task.public
@@ -97,7 +99,7 @@ def solve(task: Any, executor: Any, budget: int | None = None) -> Solution:
             return Solution(slots, spec, True, executions, time.perf_counter() - started)
         if held > best[0]:
             best = (held, slots, spec)
-        if executions >= budget:
+        if executions >= budget or (deadline is not None and time.monotonic() >= deadline):
             break
     return Solution(best[1], best[2], False, executions, time.perf_counter() - started)
 

@@ -1,14 +1,18 @@
 """``POST /ask`` on ``orchestrl serve``: the router without Ray (answers equal ``orchestrl ask``'s,
-bad fields named with 4xx), ``--database`` refusals before Ray starts, and the real Ray Serve app
+bad fields named with 4xx; the question's and result's limits, a runaway query stopped, hostile
+asks that change nothing), ``--database`` refusals before Ray starts, and the real Ray Serve app
 over HTTP on 127.0.0.1 with 8 concurrent clients (the session's shared local Ray)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sqlite3
+import time
 import urllib.error
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +24,8 @@ from orchestrl.apps.text2sql.ask import Database, Team
 from orchestrl.cli import app
 from orchestrl.deploy import serve
 from orchestrl.deploy.cli import parse_databases
-from orchestrl.deploy.endpoints import ServedTeam
+from orchestrl.deploy.endpoints import DEADLINE, RequestError, ServedTeam
+from orchestrl.deploy.limits import ServeLimits
 from orchestrl.deploy.team import find_team
 from orchestrl.envs.text2sql.bank import QuestionBank
 
@@ -151,3 +156,74 @@ def test_ask_over_http_concurrently_on_ray_serve(
         assert call(f"{url}/ask", b"{oops") == (400, {"error": "body: not valid JSON", "field": "body"})
     finally:
         serve.stop()
+
+
+def test_ask_limits_each_get_their_status(served: ServedTeam, pets: Path) -> None:
+    router = serve.TeamRouter(replace(served, limits=ServeLimits(question_chars=30, result_rows=2)))
+    status, payload = post(router, {"question": "How many pets are there in this house?", "database": "pets"})
+    assert (status, payload) == (
+        413,
+        {"error": "question: 38 characters; the limit is 30", "field": "question"},
+    )
+    assert post(router, {"question": "How many pets are there?", "database": "pets"})[0] == 200
+    endpoint = router.endpoints["/ask"]
+    result = endpoint.run(endpoint.databases["pets"], "SELECT name FROM pets")  # 5 rows
+    assert (result.ok, result.rows, result.error) == (False, (), "result has more than 2 rows")
+    assert endpoint.run(endpoint.databases["pets"], "SELECT name FROM pets LIMIT 2").rows == (
+        ("Rex",),
+        ("Tom",),
+    )
+
+
+def test_a_runaway_query_is_stopped_at_the_time_limit(served: ServedTeam) -> None:
+    endpoint = serve.TeamRouter(replace(served, limits=ServeLimits(timeout_s=0.3))).endpoints["/ask"]
+    forever = "WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n) SELECT count(*) FROM n"
+    started = time.monotonic()
+    with pytest.raises(RequestError) as caught:
+        endpoint.run(endpoint.databases["pets"], forever)
+    assert time.monotonic() - started < 2  # SQLite's progress handler interrupted it
+    assert (caught.value.status, caught.value.field) == (504, "request")
+    token = DEADLINE.set(time.monotonic() + 0.2)  # inside a request: the time it has left
+    try:
+        with pytest.raises(RequestError):
+            endpoint.run(endpoint.databases["pets"], forever)
+    finally:
+        DEADLINE.reset(token)
+    assert time.monotonic() - started < 3
+
+
+def digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+HOSTILE_ASKS = [
+    ({"question": "'; DROP TABLE pets; --", "database": "pets"}, (200, 400)),
+    ({"question": "How many pets? UNION SELECT * FROM owners", "database": "pets"}, (200, 400)),
+    ({"question": "x" * 5000, "database": "pets"}, (413,)),
+    ({"question": ["How many pets?"], "database": "pets"}, (400,)),
+    ({"question": {"$ne": ""}, "database": "pets"}, (400,)),
+    ({"question": "How many pets?", "database": "../pets.sqlite"}, (404,)),
+    ({"question": "How many pets?", "database": "/etc/passwd"}, (404,)),
+    ({"question": "How many pets?", "database": "file:pets?mode=rwc"}, (404,)),
+    ({"question": "How many pets?", "database": "../" * 10_000}, (404,)),
+    ({"question": "How many pets?", "database": ["pets"]}, (400,)),
+]
+
+
+def test_hostile_asks_change_nothing_and_the_router_keeps_answering(served: ServedTeam, pets: Path) -> None:
+    router = serve.TeamRouter(served)
+    before = (digest(pets), sorted(p.name for p in pets.parent.iterdir()))
+    for body, allowed in HOSTILE_ASKS:
+        status, payload = post(router, body)
+        assert status in allowed, (body, status, payload)
+        if status == 200:  # a question is words: the team's own SELECT over the schema, run read-only
+            assert payload["sql"] is None or payload["sql"].startswith("SELECT"), payload
+        else:
+            assert len(payload["error"]) < 300, payload  # nothing echoed back at length
+    for raw in (b"{oops", b'{"question": NaN, "database": "pets"}', b"[" * 50_000):
+        assert 400 <= post(router, raw)[0] < 500
+    assert post(router, {"question": "How many pets are there?", "database": "pets"}) == (
+        200,
+        {"sql": "SELECT COUNT(*) FROM pets", "rows": [[5]], "error": None},
+    )
+    assert (digest(pets), sorted(p.name for p in pets.parent.iterdir())) == before

@@ -4,6 +4,7 @@ several right answers; the expert's actions write the solver's plan."""
 from __future__ import annotations
 
 import dataclasses
+import time
 from typing import Any
 
 import pytest
@@ -69,3 +70,13 @@ def test_a_task_with_two_plans_scores_success_for_both(envs) -> None:
 def test_at_least_a_third_of_level_three_tasks_have_two_plans() -> None:
     counts = [len(successful_plans(generate_task(3, "train", seed), limit=80)) for seed in range(12)]
     assert sum(c >= 2 for c in counts) / len(counts) >= 1 / 3, counts
+
+
+def test_a_passed_deadline_stops_the_search_after_one_execution(envs) -> None:
+    """A served ``/plan`` past its time limit stops the solver (it would run 7 executions here)."""
+    env = envs[4]
+    env.reset(seed=3)
+    unbounded = solve(env.task, env._execution())
+    assert unbounded.executions > 1
+    stopped = solve(env.task, env._execution(), deadline=time.monotonic())
+    assert stopped.executions == 1
