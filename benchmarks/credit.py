@@ -343,18 +343,11 @@ def warm_task_store(chosen: dict[str, Bench], pool: Any, jobs: int) -> dict[str,
     return {"dir": str(store.root), "generated": generated, "seconds": time.perf_counter() - started}
 
 
-TOLERANCE = 1e-9
-"""Slack of :func:`reaches`: an IQM or a success rate is a float sum (24 of 30 successes can come
-out as 0.7999999999999999), so "at the threshold" allows for rounding."""
-
-
-def reaches(value: float, threshold: float = THRESHOLD) -> bool:
-    """``value`` is at or above ``threshold``, up to float rounding (:data:`TOLERANCE`)."""
-    return value >= threshold - TOLERANCE
-
-
 def first_reach(steps: list[int], values: list[float]) -> int | None:
-    return next((s for s, v in zip(steps, values, strict=True) if reaches(v)), None)
+    """The first step whose value reaches :data:`THRESHOLD` (up to float rounding)."""
+    from orchestrl.tracking.stats import reaches
+
+    return next((s for s, v in zip(steps, values, strict=True) if reaches(v, THRESHOLD)), None)
 
 
 def curve_summary(runs: list[dict[str, Any]], key: str) -> dict[str, list[float]]:

@@ -82,7 +82,7 @@ from orchestrl.envs.text2sql.scoring import results_match
 from orchestrl.envs.text2sql.sql_runner import SQLRunner
 from orchestrl.experiment.builder import build_ppo_config
 from orchestrl.experiment.config import validate_config
-from orchestrl.tracking.stats import aggregate
+from orchestrl.tracking.stats import aggregate, reaches
 from orchestrl.training.inprocess import InProcessTrainer
 from orchestrl.training.runtime import quiet_environment, silence_noise, worker_pool
 
@@ -376,7 +376,7 @@ def goals(result: dict[str, Any]) -> dict[str, Any]:
             "best_variant_within_30_cpu_minutes": best,
             "natural_accuracy": nat[best]["iqm"],
             "heldout_execution_accuracy": held[best]["iqm"],
-            "met": nat[best]["iqm"] >= 0.8 and held[best]["iqm"] >= 0.9,
+            "met": reaches(nat[best]["iqm"], 0.8) and reaches(held[best]["iqm"], 0.9),
         }
     mono = iqm(nat, "monolithic")
     if mono is not None:
@@ -392,7 +392,7 @@ def goals(result: dict[str, Any]) -> dict[str, Any]:
         }
         out["communication"] = {
             "messages_over_reads_all": ratio,
-            "met": min(ratio.values()) >= 0.95,
+            "met": reaches(min(ratio.values()), 0.95),
             "cut": {n: held[n]["iqm"] for n in held if n.endswith("_cut")},
             "blind_baseline": result["blind_baseline"]["heldout_execution_accuracy"],
             "blind_baseline_per_component_mode": result["blind_baseline"]["per_component_mode"][

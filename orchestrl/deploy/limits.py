@@ -10,8 +10,9 @@ setting                default    status  what it bounds
 ``body_bytes``         16 MiB     413     a request body (``/plan`` carries whole CSV files)
 ``json_depth``         32         400     nesting of the JSON body
 ``timeout_s``          30 s       504     one request's work; the work is stopped (``/ask``'s
-                                          SQL by SQLite's progress handler, each ``/plan``
-                                          pipeline by the sandbox's CPU and wall limits)
+                                          SQL by SQLite's progress handler, ``/plan``'s
+                                          search at the deadline, each of its pipelines by
+                                          the sandbox's CPU and wall limits)
 ``concurrency``        4          503     requests one replica works on at once (``Retry-After``)
 ``queued``             32         503     requests waiting at Serve's proxy for a free replica
 ``table_rows``         200,000    413     rows per table of a ``/plan`` request

@@ -49,6 +49,16 @@ class Aggregate:
     tasks: int
 
 
+TOLERANCE = 1e-9
+"""Slack of :func:`reaches`: an IQM or a success rate is a float sum (24 of 30 successes can come
+out as 0.7999999999999999), so "at the threshold" allows for rounding."""
+
+
+def reaches(value: float, threshold: float) -> bool:
+    """``value`` is at or above ``threshold``, up to float rounding (:data:`TOLERANCE`)."""
+    return value >= threshold - TOLERANCE
+
+
 def as_scores(scores: np.ndarray | Sequence[float] | Sequence[Sequence[float]]) -> np.ndarray:
     """A ``(runs, tasks)`` float matrix; a 1-D sequence is taken as runs of one task."""
     arr = np.asarray(scores, dtype=np.float64)
