@@ -90,16 +90,25 @@ LEMON_CONFIG = ROOT / "configs" / "lemon_level1.yaml"
 RSS_EVERY_S = 10.0
 
 
-def default_team(folder: Path) -> tuple[TrainedPolicy, Any, str]:
-    """An untrained team of ``configs/mappo_simple_spread.yaml`` loaded back from a checkpoint folder."""
-    cfg = load_config(DEFAULT_CONFIG, ["resources.env_runners=0", "resources.envs_per_env_runner=1"])
+def untrained_team(
+    config: Path, folder: Path, overrides: tuple[str, ...] = ()
+) -> tuple[TrainedPolicy, Any, Any]:
+    """An untrained team of ``config`` saved to ``folder`` and loaded back as a checkpoint: the
+    policy, its RLlib config and the experiment config."""
+    cfg = load_config(config, ["resources.env_runners=0", "resources.envs_per_env_runner=1", *overrides])
     ppo = build_ppo_config(cfg)
     trainer = InProcessTrainer(ppo)
     try:
         trainer.learner.module.save_to_path(str(folder / "rl_module"))
     finally:
         trainer.stop()
-    return TrainedPolicy.from_checkpoint(folder, ppo), ppo, f"untrained {cfg.name} (64x64 actor)"
+    return TrainedPolicy.from_checkpoint(folder, ppo), ppo, cfg
+
+
+def default_team(folder: Path) -> tuple[TrainedPolicy, Any, str]:
+    """An untrained team of ``configs/mappo_simple_spread.yaml`` loaded back from a checkpoint folder."""
+    policy, ppo, cfg = untrained_team(DEFAULT_CONFIG, folder)
+    return policy, ppo, f"untrained {cfg.name} (64x64 actor)"
 
 
 def joint_observations(ppo: Any, n: int, seed: int = 0) -> list[dict[str, Any]]:
@@ -186,15 +195,8 @@ def as_json(value: Any) -> Any:
 
 def lemon_team(folder: Path) -> tuple[TrainedPolicy, Any, dict[str, Any], str]:
     """An untrained level-1 LEMON team loaded back from a checkpoint folder, with its config."""
-    overrides = ["resources.env_runners=0", "resources.envs_per_env_runner=1", "env.kwargs.task_pool=8"]
-    cfg = load_config(LEMON_CONFIG, overrides)
-    ppo = build_ppo_config(cfg)
-    trainer = InProcessTrainer(ppo)
-    try:
-        trainer.learner.module.save_to_path(str(folder / "rl_module"))
-    finally:
-        trainer.stop()
-    return TrainedPolicy.from_checkpoint(folder, ppo), ppo, cfg.to_dict(), f"untrained {cfg.name}"
+    policy, ppo, cfg = untrained_team(LEMON_CONFIG, folder, ("env.kwargs.task_pool=8",))
+    return policy, ppo, cfg.to_dict(), f"untrained {cfg.name}"
 
 
 def plan_bodies(n: int) -> list[bytes]:
