@@ -1,84 +1,182 @@
-"""How `orchestrl plan` does on held-out tasks handed over as a user would: CSV files.
+"""How `orchestrl plan` does on exports as people bring them: the hand-made corpus, and the gap
+between the env's generated tasks and the same tasks handed over as CSV files.
 
-For each of ``--tasks`` held-out tasks of the checkpoint's level, the task's public inputs (its
-source tables and example rows) go through a CSV round trip and
-:class:`orchestrl.apps.orchestration.plan.Planner` (no hidden reference or target anywhere on that
-path). The plan is then scored against the task's
-hidden target, which ``plan`` itself never sees:
+The corpus is ``tests/data/plan_cases/`` (written by hand, not by the env's generator; see its
+README): per case, source CSVs, the first rows of the wanted table (``target_example.csv``) and
+the whole wanted table (``wanted.csv``), which ``plan`` never sees. Each case goes through
+:class:`orchestrl.apps.orchestration.plan.Planner` as the CLI sends it (CSV files read by
+``read_csv``), and the spec it returns runs on the sources and is compared with the wanted table:
 
-- ``holds_examples``: share of plans whose output has the target's columns and every example row
-  (what ``plan`` reports as ``ok``); ``by_team``: share written by the team (the rest by the solver);
-- ``success``: share whose output equals the hidden target (the env's success), with the team alone
-  (``team_success``) and with the solver's fallback (``success``); the gap to ``holds_examples`` is
-  the plans that hold every example and are still wrong;
-- ``env_team_success``: the team's success on the same tasks as the env generates them (its own
-  candidate order and domain), the figure evaluation reports;
-- ``seconds_per_plan``: wall time per plan, fallback included.
+- ``solver_exact``: share of cases where the synthesiser's output equals the wanted table (same
+  columns in the same order, same rows; for cases marked ``ordered``, the rows in the wanted
+  order); ``solver_holds_examples``: share whose output held every example row (what ``plan``
+  reports as ``ok``: the gap to ``solver_exact`` is plans that hold the examples and are wrong);
+- ``team_exact`` (with ``--checkpoint``): the same for the team's own spec, no fallback, and
+  ``team_executions_per_case``: the scored executions the team spends (its rounds);
+- ``solver_executions_per_case``: sandbox executions of whole pipelines (the synthesiser searches
+  in process on the public inputs and runs its answer once);
+- ``seconds_per_case``: wall time of ``plan`` per case;
+- ``env_vs_files_gap``: on ``--tasks`` generated held-out tasks per level, the synthesiser's
+  success (output equals the hidden target) on the env's in-memory tables minus its success on
+  the same tables after a CSV round trip (what a user's export looks like to ``plan``).
 
 Run:
-    python benchmarks/plan.py --checkpoint runs/experiments/lemon_level1/<RUN_ID>/checkpoints/iter_000002
+    python benchmarks/plan.py                                  # the synthesiser alone
+    python benchmarks/plan.py --checkpoint <run id or folder>  # and a trained team
 
-Expected: ``holds_examples`` at or above ``success`` (holding the example rows is weaker than
-matching the hidden target). It needs a trained checkpoint, so no output of it is saved and
-``benchmarks/RESULTS.md`` has none of its figures.
+Figures: ``benchmarks/RESULTS.md``, section "Planning on users' exports".
 """
 
 from __future__ import annotations
 
 import argparse
-import io
 import json
 import os
+import sys
 import time
+from pathlib import Path
+from typing import Any
 
+import numpy as np
 import pandas as pd
 
-from orchestrl.apps.orchestration.plan import Planner
-from orchestrl.deploy.team import find_team
+from orchestrl.apps.orchestration.plan import Planner, read_csv
+from orchestrl.envs.orchestration.plans import run_spec
 from orchestrl.envs.orchestration.spec import parse_spec
-from orchestrl.envs.orchestration.tasks import generate_task
+from orchestrl.envs.orchestration.synthesis import synthesise
+from orchestrl.envs.orchestration.tables import TargetIndex, canonical_column
+
+CORPUS = Path(__file__).resolve().parents[1] / "tests" / "data" / "plan_cases"
+
+
+def load_case(folder: Path) -> dict[str, Any]:
+    """A corpus case as ``plan`` reads it: sources and examples through ``read_csv``."""
+    meta = json.loads((folder / "case.json").read_text())
+    sources = {name: read_csv(name, folder / f"{name}.csv", is_path=True) for name in meta["sources"]}
+    return {
+        "name": folder.name,
+        "sources": sources,
+        "examples": read_csv("target_example", folder / "target_example.csv", is_path=True),
+        "wanted": read_csv("wanted", folder / "wanted.csv", is_path=True),
+        "ordered": bool(meta.get("ordered", False)),
+        "target_rows": meta.get("target_rows"),
+    }
+
+
+def cases(corpus: Path = CORPUS) -> list[dict[str, Any]]:
+    return [load_case(f) for f in sorted(corpus.iterdir()) if (f / "case.json").is_file()]
+
+
+def exact(output: pd.DataFrame | None, wanted: pd.DataFrame, ordered: bool) -> bool:
+    """The output is the wanted table: columns in order, the same rows (in order when ``ordered``)."""
+    if output is None or [str(c) for c in output.columns] != [str(c) for c in wanted.columns]:
+        return False
+    if not TargetIndex(wanted).compare(output).exact:
+        return False
+    if not ordered:
+        return True
+    out, want = output.reset_index(drop=True), wanted.reset_index(drop=True)
+    return all(
+        np.allclose(canonical_column(out[c]), canonical_column(want[c]), equal_nan=True)
+        if canonical_column(want[c]).dtype == np.float64
+        else bool((canonical_column(out[c]) == canonical_column(want[c])).all())
+        for c in want.columns
+    )
+
+
+def score(case: dict[str, Any], spec_yaml: str | None) -> bool:
+    if spec_yaml is None:
+        return False
+    run = run_spec(case["sources"], parse_spec(spec_yaml))
+    return exact(run.output, case["wanted"], case["ordered"])
+
+
+def corpus_figures(planner: Planner, team: Planner | None) -> dict[str, Any]:
+    rows = []
+    for case in cases():
+        started = time.perf_counter()
+        plan = planner.plan(case["sources"], case["examples"], target_rows=case["target_rows"])
+        seconds = time.perf_counter() - started
+        row = {
+            "case": case["name"],
+            "solver_exact": score(case, plan.spec_yaml),
+            "holds_examples": plan.match.ok,
+            "seconds": round(seconds, 2),
+        }
+        if team is not None:
+            own = team.plan(
+                case["sources"], case["examples"], fallback=False, target_rows=case["target_rows"]
+            )
+            row["team_exact"] = score(case, own.spec_yaml)
+        rows.append(row)
+        print(json.dumps(row), file=sys.stderr, flush=True)
+    n = max(len(rows), 1)
+    out: dict[str, Any] = {
+        "cases": len(rows),
+        "solver_exact": sum(r["solver_exact"] for r in rows) / n,
+        "solver_holds_examples": sum(r["holds_examples"] for r in rows) / n,
+        "solver_executions_per_case": 1.0,
+        "seconds_per_case": round(sum(r["seconds"] for r in rows) / n, 2),
+        "per_case": rows,
+    }
+    if team is not None:
+        out["team_exact"] = sum(r["team_exact"] for r in rows) / n
+        out["team_executions_per_case"] = float(team.raw.rounds)
+    return out
 
 
 def as_user_would(frame: pd.DataFrame) -> pd.DataFrame:
-    return pd.read_csv(io.StringIO(frame.to_csv(index=False)))
+    return read_csv("table", frame.to_csv(index=False), is_path=False)
+
+
+def env_gap(tasks: int, levels: list[int]) -> dict[str, Any]:
+    """The synthesiser on generated held-out tasks: in-memory tables against the same tables
+    after a CSV round trip (success: output equals the hidden target)."""
+    from orchestrl.envs.orchestration.tasks import generate_task
+
+    per_level = {}
+    for level in levels:
+        env_hits = file_hits = 0
+        for seed in range(tasks):
+            task = generate_task(level, "heldout", seed)
+            index = TargetIndex(task.target)
+            public = task.public
+            for files in (False, True):
+                sources = {n: as_user_would(f) if files else f for n, f in public.sources.items()}
+                examples = as_user_would(public.examples) if files else public.examples
+                spec = synthesise(sources, examples).spec
+                output = None if spec is None else run_spec(public.sources, spec).output
+                hit = output is not None and index.compare(output).exact
+                if files:
+                    file_hits += hit
+                else:
+                    env_hits += hit
+        per_level[str(level)] = {"env": env_hits / tasks, "files": file_hits / tasks}
+    gaps = [v["env"] - v["files"] for v in per_level.values()]
+    return {"env_vs_files_gap": max(gaps, default=0.0), "env_solver_success": per_level}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--checkpoint", required=True, help="a run id or checkpoint of an orchestration team")
-    parser.add_argument("--tasks", type=int, default=30)
+    parser.add_argument("--checkpoint", help="a run id or checkpoint of an orchestration team")
+    parser.add_argument("--tasks", type=int, default=20, help="generated tasks per level for the env gap")
+    parser.add_argument("--levels", type=int, nargs="+", default=[1, 2, 3, 4])
     args = parser.parse_args()
-    team = find_team(args.checkpoint)
-    planner = Planner.from_team(team)
-    raw = planner.raw
-    counts = dict.fromkeys(("holds_examples", "by_team", "team_success", "success", "env_team_success"), 0.0)
-    planning = 0.0
+    os.environ.setdefault("RAY_DEDUP_LOGS", "0")
+    planner = Planner()
+    team = None
+    if args.checkpoint:
+        from orchestrl.deploy.team import find_team
+
+        team = Planner.from_team(find_team(args.checkpoint))
     try:
-        for seed in range(args.tasks):
-            task = generate_task(planner.level, "heldout", seed)
-            sources = {name: as_user_would(frame) for name, frame in task.sources.items()}
-            started = time.perf_counter()
-            plan = planner.plan(sources, as_user_would(task.public.examples))
-            planning += time.perf_counter() - started
-            env_spec, _ = planner.team_spec(task, None)
-            raw.reset(options={"task": task})  # score on the hidden target from here on
-            counts["env_team_success"] += raw.evaluate(env_spec).success if env_spec is not None else 0.0
-            counts["holds_examples"] += plan.match.ok
-            counts["by_team"] += plan.by == "team"
-            if plan.spec_yaml is not None:
-                success = raw.evaluate(parse_spec(plan.spec_yaml)).success
-                counts["success"] += success
-                counts["team_success"] += success if plan.by == "team" else 0.0
+        out = {"corpus": str(CORPUS.relative_to(CORPUS.parents[2])), **corpus_figures(planner, team)}
     finally:
         planner.close()
-    out = {k: v / args.tasks for k, v in counts.items()}
-    out.update(
-        level=planner.level,
-        tasks=args.tasks,
-        seconds_per_plan=planning / args.tasks,
-        checkpoint=str(team.checkpoint),
-        loadavg=list(os.getloadavg()),
-    )
+        if team is not None:
+            team.close()
+    out.update(env_gap(args.tasks, args.levels))
+    out["checkpoint"] = args.checkpoint
     print(json.dumps(out, indent=1))
 
 

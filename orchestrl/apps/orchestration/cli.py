@@ -18,12 +18,6 @@ from orchestrl.errors import ConfigError
 
 
 def plan_command(
-    checkpoint: Annotated[
-        str,
-        typer.Option(
-            "--checkpoint", "-c", help="A trained orchestration team: a run id or a checkpoint folder."
-        ),
-    ],
     source: Annotated[
         list[str],
         typer.Option("--source", help="NAME=FILE.csv, one per table, the fact table first (repeatable)."),
@@ -38,6 +32,15 @@ def plan_command(
             help="Where spec.yaml, pipeline.py, plan.json and data/ go (default runs/plans/<checkpoint>).",
         ),
     ] = None,
+    checkpoint: Annotated[
+        str | None,
+        typer.Option(
+            "--checkpoint",
+            "-c",
+            help="A trained orchestration team (a run id or a checkpoint folder); without one the"
+            " synthesiser plans alone.",
+        ),
+    ] = None,
     target_rows: Annotated[
         int | None,
         typer.Option("--target-rows", min=1, help="The wanted table's row count, when you know it."),
@@ -48,8 +51,9 @@ def plan_command(
     run_dir: StoreDirOpt = None,
     tracking_uri: TrackingOpt = None,
 ) -> None:
-    """Plan a pipeline for your own tables with a trained LEMON team: spec YAML, pipeline.py, and
-    how its output matches your example rows (the solver steps in when the team's spec fails)."""
+    """Plan a pipeline for your own tables, with a trained LEMON team or the synthesiser alone:
+    spec YAML, pipeline.py, and how its output matches your example rows (the synthesiser steps
+    in when the team's spec fails)."""
     from orchestrl.apps.orchestration.plan import PlanInputError, Planner, read_csv, write_plan
     from orchestrl.deploy.team import TeamError, find_team
     from orchestrl.training.runtime import quiet_environment, silence_noise
@@ -66,9 +70,13 @@ def plan_command(
         fail(f"--target-example {err}")
     quiet_environment(Path(run_dir or "runs"))
     silence_noise(verbose=False)
+    team = None
     try:
-        team = find_team(checkpoint, run_dir=run_dir, tracking_uri=tracking_uri)
-        planner = Planner.from_team(team)
+        if checkpoint is None:
+            planner = Planner()
+        else:
+            team = find_team(checkpoint, run_dir=run_dir, tracking_uri=tracking_uri)
+            planner = Planner.from_team(team)
     except (TeamError, ConfigError) as err:
         fail(str(err))
     except PlanInputError as err:
@@ -80,7 +88,8 @@ def plan_command(
         fail(f"{where} {err}")
     finally:
         planner.close()
-    folder = out or Path(run_dir or "runs") / "plans" / Path(str(team.checkpoint)).parent.parent.name
+    name = "search" if team is None else Path(str(team.checkpoint)).parent.parent.name
+    folder = out or Path(run_dir or "runs") / "plans" / name
     written = write_plan(plan, sources, folder)
     if plan.spec_yaml is not None:
         typer.echo(plan.spec_yaml.rstrip())

@@ -15,11 +15,13 @@ output.
   The output's row-count ratio needs the wanted table's row count, which the examples do not give:
   ``target_rows`` when the user knows it, else a ratio of 1 (no signal). The final round's spec is
   the team's.
-- **Fallback.** When the team's spec is invalid, fails, or does not hold the examples, the
-  public-inputs solver (:func:`~orchestrl.envs.orchestration.byexample.solve`, the search the
-  team's warm start cloned) searches the same candidates in the sandbox; the result says which of
-  the two wrote the spec. When neither matches, the solver's attempt (none when it found no plan)
-  comes back with ``ok`` false and the team's check beside it.
+- **Fallback.** When the team's spec is invalid, fails, or does not hold the examples (or there is
+  no team: ``plan`` without a checkpoint), the synthesiser
+  (:func:`~orchestrl.envs.orchestration.synthesis.synthesise`: cleaning, joins and filters proposed
+  from the data, the output's shape, order and rounding deduced from the example rows) searches
+  in this process on the public inputs, and its pipeline runs once in the sandbox; the result
+  says which of the two wrote the spec. When neither matches, the solver's attempt (none when it
+  found no pipeline) comes back with ``ok`` false and the team's check beside it.
 - **Limits** (:func:`limits_for`): the tables, target columns and example rows the team's observation
   has room for at its level, and the table size :data:`MAX_ROWS`/:data:`MAX_COLUMNS` this command
   accepts so that one sandbox job stays within its CPU budget. Input beyond them is refused with
@@ -80,11 +82,18 @@ class Limits:
     columns: int = MAX_COLUMNS
 
 
-def limits_for(level: int) -> Limits:
-    """The limits of a level's team (the observation's fixed layout, module docstring)."""
+SEARCH_LIMITS = Limits(tables=3, target_columns=MAX_COLUMNS, example_rows=50)
+"""What the synthesiser alone (no team) takes."""
+
+
+def limits_for(level: int | None) -> Limits:
+    """The limits of a level's team (the observation's fixed layout, module docstring), or of the
+    synthesiser alone (``level`` None)."""
     from orchestrl.envs.orchestration.features import MAX_EXAMPLES, TARGET_COLUMNS
     from orchestrl.envs.orchestration.tasks import LEVELS
 
+    if level is None:
+        return SEARCH_LIMITS
     return Limits(tables=LEVELS[level].max_sources, target_columns=TARGET_COLUMNS, example_rows=MAX_EXAMPLES)
 
 
@@ -114,17 +123,40 @@ def check_limits(sources: Mapping[str, pd.DataFrame], examples: pd.DataFrame, li
 
 
 def read_csv(field: str, text_or_path: str | Path, *, is_path: bool) -> pd.DataFrame:
-    """A CSV file (or CSV text) as a DataFrame; :class:`PlanInputError` naming ``field`` otherwise."""
+    """A CSV file (or CSV text) as a DataFrame; :class:`PlanInputError` naming ``field`` otherwise:
+    a missing or empty file, text that is not UTF-8, a header naming a column twice, or a row
+    with more or fewer fields than the header (pandas would pad or shift it silently)."""
+    if is_path:
+        path = Path(text_or_path)
+        if not path.is_file():
+            raise PlanInputError(field, f"{path}: no such file")
+        try:
+            text = path.read_bytes().decode("utf-8-sig")
+        except UnicodeDecodeError as err:
+            raise PlanInputError(field, f"not UTF-8 text (byte {err.start}); save it as UTF-8 CSV") from None
+    else:
+        text = str(text_or_path)
+    if not text.strip():
+        raise PlanInputError(field, "empty: a CSV header and at least one row are needed")
     try:
-        if is_path:
-            path = Path(text_or_path)
-            if not path.is_file():
-                raise PlanInputError(field, f"{path}: no such file")
-            return pd.read_csv(path)
-        return pd.read_csv(io.StringIO(str(text_or_path)))
-    except PlanInputError:
-        raise
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError, ValueError) as err:
+        rows = list(csv.reader(io.StringIO(text)))
+    except csv.Error as err:
+        raise PlanInputError(field, f"not a CSV table ({err})") from None
+    rows = [r for r in rows if r]
+    header = rows[0]
+    seen = set()
+    for name in header:
+        if not name.strip():
+            raise PlanInputError(field, f"a column without a name (column {header.index(name) + 1})")
+        if name in seen:
+            raise PlanInputError(field, f"the column name {name!r} appears twice in the header")
+        seen.add(name)
+    for line, row in enumerate(rows[1:], start=2):
+        if len(row) != len(header):
+            raise PlanInputError(field, f"row {line} has {len(row)} fields, the header has {len(header)}")
+    try:
+        return pd.read_csv(io.StringIO(text))
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, ValueError) as err:
         raise PlanInputError(field, f"not a CSV table ({str(err).splitlines()[0]})") from None
 
 
@@ -173,23 +205,31 @@ def check_json(check: ExampleCheck) -> dict[str, Any]:
 
 
 class Planner:
-    """A trained orchestration team, ready to plan on users' tables (module docstring)."""
+    """A trained orchestration team (or none: the synthesiser alone), ready to plan on users'
+    tables (module docstring)."""
 
     def __init__(
-        self, policy: TrainedPolicy, env_name: str, env_kwargs: Mapping[str, Any], agent_id_in_obs: bool
+        self,
+        policy: TrainedPolicy | None = None,
+        env_name: str = "orchestration",
+        env_kwargs: Mapping[str, Any] | None = None,
+        agent_id_in_obs: bool = False,
     ):
         from orchestrl.envs.registry import get_env
         from orchestrl.envs.rllib_env import RegisteredEnv, env_config
 
-        family = get_env(env_name).family
-        if family != "orchestration":
-            raise PlanInputError(
-                "checkpoint", f"a team of the '{family}' family cannot plan; train one on 'orchestration'"
-            )
         self.policy = policy
-        self.env = RegisteredEnv(env_config(env_name, dict(env_kwargs), agent_id_in_obs))
-        self.raw = self.env.raw_env
-        self.level = int(self.raw.level)
+        self.env: Any = None
+        self.level: int | None = None
+        if policy is not None:
+            family = get_env(env_name).family
+            if family != "orchestration":
+                raise PlanInputError(
+                    "checkpoint", f"a team of the '{family}' family cannot plan; train one on 'orchestration'"
+                )
+            self.env = RegisteredEnv(env_config(env_name, dict(env_kwargs or {}), agent_id_in_obs))
+            self.raw = self.env.raw_env
+            self.level = int(self.raw.level)
         self.limits = limits_for(self.level)
 
     @classmethod
@@ -204,7 +244,8 @@ class Planner:
         return cls(team.policy, env["name"], env.get("kwargs", {}), bool(env.get("agent_id_in_obs", False)))
 
     def close(self) -> None:
-        self.env.close()
+        if self.env is not None:
+            self.env.close()
 
     def plan(
         self,
@@ -216,36 +257,46 @@ class Planner:
     ) -> Plan:
         """The team's spec for ``sources`` and ``examples`` (module docstring), checked in the
         sandbox; ``target_rows``: the wanted table's row count, when known; ``deadline``: the
-        ``time.monotonic()`` after which the solver's search stops with what it has."""
+        ``time.monotonic()`` after which the synthesiser's search stops with what it has."""
         from orchestrl.envs.orchestration import byexample
+        from orchestrl.envs.orchestration.synthesis import synthesise
+        from orchestrl.envs.orchestration.synthesis.evidence import unproducible
 
         check_limits(sources, examples, self.limits)
+        for name in unproducible(dict(sources), examples):
+            sample = ", ".join(repr(str(v)) for v in examples[name].dropna().unique()[:3])
+            raise PlanInputError(
+                "target_example",
+                f"column {name!r}: no source column holds its values ({sample}); only numbers are computed",
+            )
         try:
             task = byexample.public_task(sources, examples, level=self.level)
         except ValueError as err:
             raise PlanInputError("sources", str(err)) from None
         notes: list[str] = []
-        spec, errors = self.team_spec(task, target_rows)
         with byexample.sandbox_executor() as executor:
             team_check = None
-            if spec is None:
-                notes.append(f"the team's actions make no valid spec ({', '.join(errors) or 'invalid'})")
-            else:
-                team_check = byexample.check_examples(task, spec, executor, target_rows)
-                if team_check.ok or not fallback:
-                    return self._plan("team", spec, team_check, team_check, notes)
-                failed = f" ({', '.join(team_check.errors)})" if team_check.errors else ""
-                notes.append(f"the team's spec does not match{failed}; the solver steps in")
-            if not fallback:
-                return Plan("team", None, None, byexample.NOTHING_RAN, None, notes)
-            solution = byexample.solve(task, executor, deadline=deadline)
-            if solution.spec is None:
-                notes.append("the solver found no plan either")
+            if self.policy is not None:
+                spec, errors = self.team_spec(task, target_rows)
+                if spec is None:
+                    notes.append(f"the team's actions make no valid spec ({', '.join(errors) or 'invalid'})")
+                else:
+                    team_check = byexample.check_examples(task, spec, executor, target_rows)
+                    if team_check.ok or not fallback:
+                        return self._plan("team", spec, team_check, team_check, notes)
+                    failed = f" ({', '.join(team_check.errors)})" if team_check.errors else ""
+                    notes.append(f"the team's spec does not match{failed}; the solver steps in")
+                if not fallback:
+                    return Plan("team", None, None, byexample.NOTHING_RAN, None, notes)
+            found = synthesise(sources, examples, target_rows, deadline=deadline)
+            if found.spec is None:
+                unexplained = found.notes or ["no pipeline it tried holds every example row"]
+                notes.append("the solver found no plan: " + "; ".join(unexplained))
                 best = team_check or byexample.NOTHING_RAN
-                return Plan("solver", None, None, best, team_check, notes, solution.seconds)
-            check = byexample.check_examples(task, solution.spec, executor, target_rows)
-            plan = self._plan("solver", solution.spec, check, team_check, notes)
-            plan.solver_seconds = solution.seconds
+                return Plan("solver", None, None, best, team_check, notes, found.seconds)
+            check = byexample.check_examples(task, found.spec, executor, target_rows)
+            plan = self._plan("solver", found.spec, check, team_check, notes)
+            plan.solver_seconds = found.seconds
             return plan
 
     def team_spec(self, task: Any, target_rows: int | None) -> tuple[Any, list[str]]:

@@ -44,7 +44,7 @@ from orchestrl.envs.orchestration.spec import (
     SelectDuty,
     TopKDuty,
 )
-from orchestrl.envs.orchestration.tables import row_hashes
+from orchestrl.envs.orchestration.tables import held_share, row_hashes
 
 CANDIDATE_NUMBERS = (
     "evidence",  # -log(surprise) / 5 when the examples agree, -1 when one disagrees, 0 unchecked
@@ -374,19 +374,9 @@ class PublicView:
     # --------------------------------------------------------------------------- examples
     def held(self, output: pd.DataFrame | None) -> float:
         """Share of the example rows an output holds (0 unless it has the target's columns)."""
-        columns = sorted(self.target)
-        if output is None or sorted(str(c) for c in output.columns) != columns:
-            return 0.0
         if self._example_hashes is None:
-            self._example_hashes = row_hashes(self.examples, columns)
-        values, counts = np.unique(row_hashes(output, columns), return_counts=True)
-        have = dict(zip(values.tolist(), counts.tolist(), strict=True))
-        held = 0
-        for h in self._example_hashes.tolist():
-            if have.get(h, 0) > 0:
-                have[h] -= 1
-                held += 1
-        return held / max(len(self._example_hashes), 1)
+            self._example_hashes = row_hashes(self.examples, sorted(self.target))
+        return held_share(self.examples, output, self._example_hashes)
 
     # --------------------------------------------------------------------------- shapes
     def columns_after(self, stages: Sequence[Stage]) -> list[str] | None:

@@ -30,15 +30,16 @@ from orchestrl.envs.orchestration.spec import NodeSpec, OrchestrationSpec
 RUNTIME_SOURCE: str = inspect.getsource(ops)
 RUNTIME_KEY: str = hashlib.blake2b(RUNTIME_SOURCE.encode(), digest_size=16).hexdigest()
 
-_CALLS = {
+CALLS: dict[str, tuple[str, tuple[str, ...]]] = {
     "filter": ("op_filter", ("column", "op", "value")),
     "dedup": ("op_dedup", ("subset",)),
     "join": ("op_join", ("left_on", "right_on", "how")),
-    "derive": ("op_derive", ("name", "op", "left", "right")),
-    "aggregate": ("op_aggregate", ("by", "column", "fn", "name")),
+    "derive": ("op_derive", ("name", "op", "left", "right", "digits", "fmt")),
+    "aggregate": ("op_aggregate", ("by", "column", "fn", "name", "more")),
     "topk": ("op_topk", ("column", "k", "ascending")),
     "select": ("op_select", ("columns",)),
 }
+"""Each role's function in :mod:`.ops` and the duty fields it takes, in order."""
 
 _MAIN = '''
 
@@ -141,7 +142,7 @@ def compile_spec(spec: OrchestrationSpec) -> CompiledPipeline:
 
 
 def _node_function(node: NodeSpec, name: str) -> str:
-    op, fields = _CALLS[node.role.value]
+    op, fields = CALLS[node.role.value]
     duty = node.duty.model_dump()
     params = [f"in{i}" for i in range(len(node.deps))]
     args = ", ".join(

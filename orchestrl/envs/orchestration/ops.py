@@ -105,9 +105,9 @@ def op_filter(df: pd.DataFrame, column, op: str, value, capacity: str):
         text = [c for c in df.columns if _is_text(df[c])]
         out = _normalised(df, text, capacity)
         return out[out.notna().all(axis=1)], _work("filter", len(df), capacity, len(text))
-    if op in ("gt", "lt"):
+    if op in ("gt", "ge", "lt", "le"):
         out = _normalised(df, [column], capacity, numeric=True)
-        keep = out[column] > value if op == "gt" else out[column] < value
+        keep = getattr(out[column], op)(value)
     else:
         out = _normalised(df, [column], capacity)
         if op == "notnull":
@@ -116,6 +116,8 @@ def op_filter(df: pd.DataFrame, column, op: str, value, capacity: str):
             keep = out[column] == value
         elif op == "ne":
             keep = (out[column] != value) & out[column].notna()
+        elif op == "in":
+            keep = out[column].isin(list(value))
         else:
             raise ValueError(f"unknown filter op {op!r}")
     return out[keep.fillna(False).astype(bool)], _work("filter", len(df), capacity, 1)
@@ -143,12 +145,61 @@ def op_join(left: pd.DataFrame, right: pd.DataFrame, left_on, right_on, how: str
     return left.merge(right, left_on=left_on, right_on=right_on, how=how, suffixes=("", "_right")), work
 
 
-def op_derive(df: pd.DataFrame, name: str, op: str, left, right, capacity: str):
-    """Adds ``name = left <op> right``; base duty: the number of filled fields of each row."""
+_NUMBER_TEXT = re.compile(r"[$€£¥,%\s]")
+_CURRENCY_CODE = re.compile(r"^[A-Za-z]{3}(?=[-+\d.])|(?<=\d)[A-Za-z]{3}$")
+NA_TOKENS = frozenset({"", "-", "--", "n/a", "na", "nan", "null", "none", "?"})
+
+
+def parse_number(value):
+    """A number written as text (``'$1,234.50'``, ``'12%'``, ``'(30)'``, ``'EUR 12'``); None for
+    NA tokens and what does not parse."""
+    if value is None or isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float, np.integer, np.floating)):
+        return None if value != value else float(value)
+    text = str(value).strip()
+    if text.casefold() in NA_TOKENS:
+        return None
+    negative = text.startswith("(") and text.endswith(")")
+    text = _CURRENCY_CODE.sub("", _NUMBER_TEXT.sub("", text.strip("()")))
+    try:
+        number = float(text)
+    except ValueError:
+        return None
+    return -number if negative else number
+
+
+def _trim(value: str) -> str:
+    return " ".join(value.split())
+
+
+def _rewrite(s: pd.Series, op: str, digits, fmt) -> pd.Series:
+    """One column rewritten by a unary derive op (missing values stay missing)."""
+    if op == "number":
+        return pd.Series([parse_number(v) for v in s.to_numpy(dtype=object)], index=s.index, dtype="float64")
+    if op == "round":
+        return pd.to_numeric(s, errors="coerce").round(int(digits))
+    values = s.to_numpy(dtype=object, na_value=None)
+    if op == "date":
+        parsed = pd.to_datetime(pd.Series(values, index=s.index, dtype=object), format=fmt, errors="coerce")
+        text = parsed.dt.strftime("%Y-%m-%d %H:%M:%S" if "%H" in fmt else "%Y-%m-%d")
+        return text.astype(object).where(parsed.notna(), None)
+    change = {"trim": _trim, "lower": str.lower, "upper": str.upper, "title": str.title}[op]
+    return pd.Series([None if v is None else change(str(v)) for v in values], index=s.index, dtype=object)
+
+
+def op_derive(df: pd.DataFrame, name: str, op: str, left, right, capacity: str, digits=None, fmt=None):
+    """Adds ``name = left <op> right``, or ``name = <op>(left)`` for a rewrite of one column
+    (``number``, ``date``, ``trim``, ``lower``, ``upper``, ``title``, ``round``); base duty: the
+    number of filled fields of each row."""
     if op == "nonnull":
         out = df.copy(deep=False)
         out[name] = df.notna().sum(axis=1).astype("int64")
         return out, _work("derive", len(df), capacity, 0)
+    if right is None:
+        out = df.copy(deep=False)
+        out[name] = _rewrite(df[left], op, digits, fmt)
+        return out, _work("derive", len(df), capacity, 1)
     out = _normalised(df, [left, right], capacity, numeric=True)
     a, b = out[left], out[right]
     if op == "mul":
@@ -166,31 +217,36 @@ def op_derive(df: pd.DataFrame, name: str, op: str, left, right, capacity: str):
     return out, _work("derive", len(df), capacity, 2)
 
 
-def op_aggregate(df: pd.DataFrame, by, column, fn: str, name: str, capacity: str):
-    """One row per ``by`` group with ``name = fn(column)``; base duty: row count per first column."""
+def op_aggregate(df: pd.DataFrame, by, column, fn: str, name: str, capacity: str, more=()):
+    """One row per ``by`` group with ``name = fn(column)`` and one column per ``(name, fn,
+    column)`` of ``more``; base duty: row count per first column."""
     keys = [str(df.columns[0])] if by is None else list(by)
-    numeric = fn in ("sum", "mean", "max", "min")
+    measures = [(name, fn, column), *more]
     out = _normalised(df, keys, capacity)
-    if numeric:
-        out = _normalised(out, [column], capacity, numeric=True)
+    numeric = [c for _, f, c in measures if f in ("sum", "mean", "max", "min")]
+    out = _normalised(out, list(dict.fromkeys(numeric)), capacity, numeric=True)
     groups = out.groupby(keys, dropna=False, sort=True)
-    result = groups.size() if fn == "size" else groups[column].agg(fn)
-    frame = result.reset_index(name=name)
-    if numeric:
-        frame[name] = frame[name].astype("float64")
-    return frame, _work("aggregate", len(df), capacity, len(keys) + (fn != "size"))
+    frame = None
+    for label, f, c in measures:
+        result = (groups.size() if f == "size" else groups[c].agg(f)).reset_index(name=label)
+        if f in ("sum", "mean", "max", "min"):
+            result[label] = result[label].astype("float64")
+        frame = result if frame is None else frame.assign(**{label: result[label].to_numpy()})
+    read = len(keys) + sum(f != "size" for _, f, _ in measures)
+    return frame, _work("aggregate", len(df), capacity, read)
 
 
-def op_topk(df: pd.DataFrame, column, k: int, ascending: bool, capacity: str):
-    """The ``k`` rows with the largest (or smallest) ``column``; ties broken by the other columns,
-    so the kept rows never depend on the input's row order. Base duty: top 10 by the first number."""
+def op_topk(df: pd.DataFrame, column, k, ascending: bool, capacity: str):
+    """The ``k`` rows with the largest (or smallest) ``column`` (every row, sorted, when ``k`` is
+    None); ties broken by the other columns, so the kept rows never depend on the input's row
+    order. Base duty: top 10 by the first number."""
     column = _first(df, numeric=True) if column is None else column
     out = _normalised(df, [column], capacity, numeric=True)
     others = [c for c in out.columns if c != column]
     order = out.sort_values(
         [column, *others], ascending=[ascending] + [True] * len(others), na_position="last", kind="mergesort"
     )
-    return order.head(int(k)), _work("topk", len(df), capacity, 1)
+    return (order if k is None else order.head(int(k))), _work("topk", len(df), capacity, 1)
 
 
 def op_select(df: pd.DataFrame, columns, capacity: str):

@@ -24,6 +24,7 @@ from typing import Any
 import pandas as pd
 
 from orchestrl.envs.orchestration import ops
+from orchestrl.envs.orchestration.compiler import CALLS
 from orchestrl.envs.orchestration.spec import Capacity, OrchestrationSpec, Role, TaskRef, parse_spec
 
 POST = -1
@@ -114,21 +115,11 @@ def wire(
 def apply_node(
     role: Role, duty: Any, frames: list[pd.DataFrame], capacity: str
 ) -> tuple[pd.DataFrame, float]:
-    """One node's op on its input frames (the code the sandbox runs)."""
+    """One node's op on its input frames (the code the sandbox runs, called as the compiled
+    pipeline calls it: :data:`.compiler.CALLS`)."""
+    name, fields = CALLS[Role(role).value]
     p = duty.model_dump()
-    if role is Role.FILTER:
-        return ops.op_filter(frames[0], p["column"], p["op"], p["value"], capacity)
-    if role is Role.DEDUP:
-        return ops.op_dedup(frames[0], p["subset"], capacity)
-    if role is Role.JOIN:
-        return ops.op_join(frames[0], frames[1], p["left_on"], p["right_on"], p["how"], capacity)
-    if role is Role.DERIVE:
-        return ops.op_derive(frames[0], p["name"], p["op"], p["left"], p["right"], capacity)
-    if role is Role.AGGREGATE:
-        return ops.op_aggregate(frames[0], p["by"], p["column"], p["fn"], p["name"], capacity)
-    if role is Role.TOPK:
-        return ops.op_topk(frames[0], p["column"], p["k"], p["ascending"], capacity)
-    return ops.op_select(frames[0], p["columns"], capacity)
+    return getattr(ops, name)(*frames, **{f: p[f] for f in fields}, capacity=capacity)
 
 
 def run_stages(

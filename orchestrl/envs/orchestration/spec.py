@@ -79,12 +79,15 @@ class _Duty(BaseModel):
 
 
 class FilterDuty(_Duty):
-    """Keep rows where ``column op value``. Base: keep complete rows (no missing field)."""
+    """Keep rows where ``column op value``. Base: keep complete rows (no missing field).
+
+    ``eq`` / ``ne`` compare with a text value, ``in`` with a set of them, ``gt`` / ``ge`` / ``lt`` /
+    ``le`` with a number; ``notnull`` keeps rows where ``column`` is filled."""
 
     kind: Literal["filter"] = "filter"
     column: str | None = None
-    op: Literal["eq", "ne", "gt", "lt", "notnull"] = "notnull"
-    value: str | float | None = None
+    op: Literal["eq", "ne", "in", "gt", "ge", "lt", "le", "notnull"] = "notnull"
+    value: str | float | tuple[str, ...] | None = None
 
     @model_validator(mode="after")
     def _consistent(self) -> FilterDuty:
@@ -92,8 +95,10 @@ class FilterDuty(_Duty):
             raise PydanticCustomError("duty", "a filter without a column is the base duty (op notnull)")
         if self.op in ("eq", "ne") and not isinstance(self.value, str):
             raise PydanticCustomError("duty", "eq/ne filters compare with a text value")
-        if self.op in ("gt", "lt") and (isinstance(self.value, str) or self.value is None):
-            raise PydanticCustomError("duty", "gt/lt filters compare with a number")
+        if self.op == "in" and not (isinstance(self.value, tuple) and self.value):
+            raise PydanticCustomError("duty", "in filters compare with a non-empty list of text values")
+        if self.op in ("gt", "ge", "lt", "le") and not isinstance(self.value, int | float):
+            raise PydanticCustomError("duty", "gt/ge/lt/le filters compare with a number")
         if self.op == "notnull" and self.value is not None:
             raise PydanticCustomError("duty", "notnull filters take no value")
         return self
@@ -130,52 +135,83 @@ class JoinDuty(_Duty):
         return tuple(c for c in (self.left_on, self.right_on) if c is not None)
 
 
+BINARY_OPS = ("mul", "add", "sub", "div")
+"""Arithmetic of two number columns."""
+UNARY_OPS = ("number", "date", "trim", "lower", "upper", "title", "round")
+"""Rewrites of one column (``name`` may be ``left`` itself: cleaned in place): numbers parsed out
+of text (currency, thousands separators, percent signs), dates in ``fmt`` written as ISO dates,
+stray spaces trimmed, case normalised, numbers rounded to ``digits``."""
+DATE_FORMAT = r"^(?:%[dmyYbBHMS]|[-/. :T,])+$"
+
+
 class DeriveDuty(_Duty):
-    """Add ``name = left op right``. Base: ``filled`` = number of non-missing fields per row."""
+    """Add ``name = left op right`` (:data:`BINARY_OPS`) or ``name = op(left)`` (:data:`UNARY_OPS`).
+    Base: ``filled`` = number of non-missing fields per row."""
 
     kind: Literal["derive"] = "derive"
     name: str = "filled"
-    op: Literal["mul", "add", "sub", "div", "nonnull"] = "nonnull"
+    op: Literal[
+        "mul", "add", "sub", "div", "number", "date", "trim", "lower", "upper", "title", "round", "nonnull"
+    ] = "nonnull"
     left: str | None = None
     right: str | None = None
+    digits: int | None = Field(default=None, ge=0, le=6)
+    fmt: Annotated[str, Field(pattern=DATE_FORMAT, max_length=32)] | None = None
 
     @model_validator(mode="after")
     def _operands(self) -> DeriveDuty:
-        if (self.op == "nonnull") != (self.left is None and self.right is None):
+        if self.op == "nonnull" and (self.left is not None or self.right is not None):
+            raise PydanticCustomError("duty", "the nonnull derive takes no operand")
+        if self.op in BINARY_OPS and (self.left is None or self.right is None):
             raise PydanticCustomError("duty", "derive ops other than nonnull take two operands")
-        if (self.left is None) != (self.right is None):
-            raise PydanticCustomError("duty", "derive takes both operands or neither")
+        if self.op in UNARY_OPS and (self.left is None or self.right is not None):
+            raise PydanticCustomError("duty", f"derive {self.op} rewrites one column (left)")
+        if (self.op == "round") != (self.digits is not None):
+            raise PydanticCustomError("duty", "round takes digits; other derive ops take none")
+        if (self.op == "date") != (self.fmt is not None):
+            raise PydanticCustomError("duty", "date takes the format it parses (fmt); other ops take none")
         return self
 
     def columns_read(self) -> tuple[str, ...]:
         return tuple(c for c in (self.left, self.right) if c is not None)
 
 
+AggregateFn = Literal["sum", "mean", "count", "max", "min", "nunique", "size"]
+
+
 class AggregateDuty(_Duty):
-    """One row per ``by`` group with ``name = fn(column)``. Base: row count per first column."""
+    """One row per ``by`` group with ``name = fn(column)``, and one more column per entry of
+    ``more`` (``(name, fn, column)``). Base: row count per first column."""
 
     kind: Literal["aggregate"] = "aggregate"
     by: tuple[str, ...] | None = None
     column: str | None = None
-    fn: Literal["sum", "mean", "count", "max", "min", "size"] = "size"
+    fn: AggregateFn = "size"
     name: str = "count"
+    more: tuple[tuple[str, AggregateFn, str | None], ...] = ()
 
     @model_validator(mode="after")
     def _column(self) -> AggregateDuty:
-        if (self.fn == "size") != (self.column is None):
-            raise PydanticCustomError("duty", "size counts rows (no column); other functions need one")
+        for _, fn, column in ((self.name, self.fn, self.column), *self.more):
+            if (fn == "size") != (column is None):
+                raise PydanticCustomError("duty", "size counts rows (no column); other functions need one")
+        names = [self.name, *(m[0] for m in self.more)]
+        if len(set(names)) != len(names) or set(names) & set(self.by or ()):
+            raise PydanticCustomError("duty", "aggregate names each output column once")
         return self
 
     def columns_read(self) -> tuple[str, ...]:
-        return (*(self.by or ()), *((self.column,) if self.column else ()))
+        measured = (self.column, *(m[2] for m in self.more))
+        return (*(self.by or ()), *(c for c in measured if c))
 
 
 class TopKDuty(_Duty):
-    """The ``k`` rows with the largest ``column`` (smallest if ascending). Base: top 10, first number."""
+    """The ``k`` rows with the largest ``column`` (smallest if ascending), in that order; every
+    row, sorted, when ``k`` is None. Base: top 10, first number."""
 
     kind: Literal["topk"] = "topk"
     column: str | None = None
-    k: int = Field(default=10, ge=1, le=100_000)
+    k: int | None = Field(default=10, ge=1, le=100_000)
     ascending: bool = False
 
     def columns_read(self) -> tuple[str, ...]:

@@ -121,6 +121,25 @@ def _multiset_intersection(a: np.ndarray, b: np.ndarray) -> int:
     return int(np.minimum(ca[ia], cb[ib]).sum())
 
 
+def held_share(
+    examples: pd.DataFrame, output: pd.DataFrame | None, hashes: np.ndarray | None = None
+) -> float:
+    """Share of the example rows an output holds, as a multiset (0 unless the output has the
+    examples' columns); ``hashes``: the examples' :func:`row_hashes`, when already computed."""
+    columns = sorted(str(c) for c in examples.columns)
+    if output is None or sorted(str(c) for c in output.columns) != columns:
+        return 0.0
+    wanted = row_hashes(examples, columns) if hashes is None else hashes
+    values, counts = np.unique(row_hashes(output, columns), return_counts=True)
+    have = dict(zip(values.tolist(), counts.tolist(), strict=True))
+    held = 0
+    for h in wanted.tolist():
+        if have.get(h, 0) > 0:
+            have[h] -= 1
+            held += 1
+    return held / max(len(wanted), 1)
+
+
 def same_table(a: pd.DataFrame, b: pd.DataFrame) -> bool:
     """Same columns (in order), same rows in the same order, values equal after canonicalisation."""
     if [str(c) for c in a.columns] != [str(c) for c in b.columns] or len(a) != len(b):

@@ -154,7 +154,12 @@ def test_limits_name_what_is_over() -> None:
         ("two_tables", "error: --source sources: 2 tables; this team takes at most 1"),
         ("seven_examples", "error: --target-example target_example: 7 rows; give at most 6 (the team"),
         ("missing_file", "no such file"),
-        ("empty_file", "not a CSV table"),
+        ("empty_file", "empty: a CSV header and at least one row are needed"),
+        ("not_utf8", "not UTF-8 text (byte 17)"),
+        ("short_row", "row 3 has 2 fields, the header has 3"),
+        ("long_row", "row 2 has 4 fields, the header has 3"),
+        ("same_name_twice", "the column name 'qty' appears twice in the header"),
+        ("unproducible", "column 'region': no source column holds its values ('Mars'); only numbers"),
         ("no_equals", "expected NAME=FILE.csv"),
         ("not_orchestration", "a team of the 'matrix' family cannot plan"),
     ],
@@ -174,6 +179,19 @@ def test_bad_input_is_one_line_exit_2_and_nothing_written(
     elif case == "empty_file":
         (tmp_path / "empty.csv").write_text("")
         args = [f"orders={tmp_path / 'empty.csv'}"]
+    elif case in ("not_utf8", "short_row", "long_row", "same_name_twice"):
+        text = {
+            "not_utf8": "id,name,qty\n1,caf\xe9,2\n".encode("latin-1"),
+            "short_row": b"id,name,qty\n1,a,2\n2,b\n",
+            "long_row": b"id,name,qty\n1,a,2,9\n",
+            "same_name_twice": b"id,qty,qty\n1,2,3\n",
+        }[case]
+        (tmp_path / "bad.csv").write_bytes(text)
+        args = [f"orders={tmp_path / 'bad.csv'}"]
+    elif case == "unproducible":
+        examples = task.public.examples.copy()
+        examples.insert(0, "region", "Mars")
+        examples.to_csv(example, index=False)
     elif case == "no_equals":
         args = ["orders"]
     elif case == "not_orchestration":

@@ -1,0 +1,188 @@
+"""What the public inputs say, read the way a data engineer reads an export before writing code.
+
+For each source column (:class:`ColumnFacts`): what it holds (numbers, numbers written as text,
+dates in one non-ISO format, text), its dirt (stray spaces, the same value in several cases,
+missing values) and whether it is a key (filled, no value repeated). For each target column
+(:class:`TargetFacts`): what the example rows show (numbers and how many decimals, ISO dates,
+one letter case). Everything here is computed from the sources and the example rows alone.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+import pandas as pd
+
+from orchestrl.envs.orchestration import ops
+
+DATE_FORMATS = (
+    "%m/%d/%Y",
+    "%d/%m/%Y",
+    "%d.%m.%Y",
+    "%Y/%m/%d",
+    "%d-%m-%Y",
+    "%m-%d-%Y",
+    "%m/%d/%y",
+    "%d/%m/%y",
+    "%d %b %Y",
+    "%b %d %Y",
+    "%b %d, %Y",
+    "%d %B %Y",
+    "%B %d, %Y",
+)
+"""Non-ISO date formats an export may use, in the order tried (month first before day first)."""
+ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+Kind = Literal["number", "number_text", "date_text", "text"]
+Case = Literal["lower", "upper", "title"]
+
+
+@dataclass(frozen=True)
+class ColumnFacts:
+    name: str
+    kind: Kind
+    date_formats: tuple[str, ...]
+    """Formats that parse every filled value (``date_text`` only)."""
+    spaces: bool
+    """Some text value has leading, trailing or repeated inner spaces."""
+    case_variants: bool
+    """Some text value occurs in two letter cases (``'North'`` and ``'north'``)."""
+    majority_case: Case | None
+    missing: float
+    distinct: int
+    key: bool
+    """Filled in every row and no value repeated (after dropping exact duplicate rows)."""
+    integer: bool
+
+
+@dataclass(frozen=True)
+class TargetFacts:
+    name: str
+    numeric: bool
+    decimals: int
+    """Most decimals an example value shows (0 for text)."""
+    iso_dates: bool
+    case: Case | None
+    """The one letter case every example value is written in, if any."""
+
+
+def case_of(value: str) -> Case | None:
+    letters = [c for c in value if c.isalpha()]
+    if not letters:
+        return None
+    if value == value.lower():
+        return "lower"
+    if value == value.upper():
+        return "upper"
+    return "title" if value == value.title() else None
+
+
+def _text_values(series: pd.Series) -> list[str]:
+    return [str(v) for v in series.to_numpy(dtype=object, na_value=None) if v is not None]
+
+
+def column_facts(frame: pd.DataFrame) -> dict[str, ColumnFacts]:
+    """Facts of every column of a table."""
+    distinct_rows = frame.drop_duplicates()
+    out = {}
+    for name in frame.columns:
+        series = frame[name]
+        values = _text_values(series)
+        filled = [v for v in values if v.strip().casefold() not in ops.NA_TOKENS]
+        kind: Kind = "text"
+        formats: tuple[str, ...] = ()
+        numeric = pd.api.types.is_numeric_dtype(series) and not pd.api.types.is_bool_dtype(series)
+        if numeric:
+            kind = "number"
+        elif filled:
+            parsed = [ops.parse_number(v) for v in filled]
+            if sum(p is not None for p in parsed) >= 0.9 * len(filled) and any(p is not None for p in parsed):
+                kind = "number_text"
+            elif not all(ISO_DATE.match(v.strip()) for v in filled):
+                formats = tuple(f for f in DATE_FORMATS if _parses(filled, f))
+                kind = "date_text" if formats else "text"
+        cases = [case_of(v) for v in filled] if kind == "text" else []
+        counted = [c for c in cases if c is not None]
+        folded: dict[str, set[str]] = {}
+        for v in filled:
+            folded.setdefault(" ".join(v.split()).casefold(), set()).add(" ".join(v.split()))
+        column = distinct_rows[name]
+        out[str(name)] = ColumnFacts(
+            name=str(name),
+            kind=kind,
+            date_formats=formats,
+            spaces=kind == "text" and any(v != " ".join(v.split()) for v in filled),
+            case_variants=kind == "text" and any(len(forms) > 1 for forms in folded.values()),
+            majority_case=max(set(counted), key=counted.count) if counted else None,
+            missing=1.0 - len(filled) / max(len(series), 1),
+            distinct=int(series.nunique()),
+            key=bool(column.notna().all() and not column.duplicated().any() and len(column) > 1),
+            integer=bool(pd.api.types.is_integer_dtype(series)),
+        )
+    return out
+
+
+def _parses(values: list[str], fmt: str) -> bool:
+    parsed = pd.to_datetime(pd.Series(values, dtype=object).str.strip(), format=fmt, errors="coerce")
+    return bool(parsed.notna().all())
+
+
+def target_facts(examples: pd.DataFrame) -> dict[str, TargetFacts]:
+    """Facts of every column of the example rows."""
+    out = {}
+    for name in examples.columns:
+        series = examples[name]
+        numeric = pd.api.types.is_numeric_dtype(series) and not pd.api.types.is_bool_dtype(series)
+        text = _text_values(series)
+        cases = {case_of(v) for v in text} if not numeric else set()
+        out[str(name)] = TargetFacts(
+            name=str(name),
+            numeric=numeric,
+            decimals=decimals_shown(series) if numeric else 0,
+            iso_dates=bool(text) and not numeric and all(ISO_DATE.match(v) for v in text),
+            case=cases.pop() if len(cases) == 1 else None,
+        )
+    return out
+
+
+def decimals_shown(series: pd.Series) -> int:
+    """The most decimals a number column's values show (at most 6)."""
+    values = series.dropna().to_numpy(dtype=float)
+    for digits in range(7):
+        if np.allclose(np.round(values, digits), values, rtol=0, atol=1e-9):
+            return digits
+    return 6
+
+
+def name_tokens(name: str) -> frozenset[str]:
+    """A column name's words, case and separators ignored (``'Unit Price'`` -> {unit, price})."""
+    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", name)
+    return frozenset(t for t in re.split(r"[^a-z0-9]+", spaced.casefold()) if t)
+
+
+def name_similarity(a: str, b: str) -> float:
+    """Jaccard similarity of two column names' words (1.0 for the same name up to spelling)."""
+    ta, tb = name_tokens(a), name_tokens(b)
+    if not ta or not tb:
+        return 0.0
+    return len(ta & tb) / len(ta | tb)
+
+
+def unproducible(sources: dict[str, pd.DataFrame], examples: pd.DataFrame) -> list[str]:
+    """Target columns no pipeline can produce: text columns (not ISO dates) whose example values,
+    spaces and case aside, occur in no source column (numbers can be computed, text cannot)."""
+    have = [
+        {" ".join(str(v).split()).casefold() for v in frame[c].dropna()}
+        for frame in sources.values()
+        for c in frame.columns
+    ]
+    out = []
+    for name, facts in target_facts(examples).items():
+        if facts.numeric or facts.iso_dates:
+            continue
+        wanted = {" ".join(str(v).split()).casefold() for v in examples[name].dropna()}
+        if wanted and not any(wanted <= values for values in have):
+            out.append(name)
+    return out

@@ -1,0 +1,267 @@
+"""Candidate steps proposed from the data: cleaning, joins and filters, each with a prior.
+
+Everything is read off the public inputs (:mod:`.evidence`), deterministically, with no word
+lists and no random draws:
+
+- cleaning of one table (:func:`cleanings`): numbers written as text are parsed, dates in one
+  non-ISO format are written as ISO dates when the example rows show ISO dates, stray spaces are
+  trimmed; optional, as alternatives with their priors: one letter case for a column that holds a
+  value in several (the case the example rows show, else the most common), dropping exact
+  duplicate rows, dropping rows that repeat a key;
+- joins (:func:`joins`): the fact table's column and the other table's nearly unique column whose
+  values overlap most (names decide between equal overlaps), inner, and left where keys go
+  unmatched;
+- filters (:func:`filters`): equal / not equal on a value that occurs, in a set of values (those the
+  example rows show, or two of the commonest), numeric thresholds at the roundest number of each
+  gap between the data's values, not-null on a column with missing values.
+
+A prior is the probability a person writing the pipeline would take the step before seeing the
+example rows; :mod:`.search` adds what the example rows say.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from orchestrl.envs.orchestration.spec import DedupDuty, DeriveDuty, FilterDuty, JoinDuty, Role
+from orchestrl.envs.orchestration.synthesis.evidence import (
+    ColumnFacts,
+    TargetFacts,
+    column_facts,
+    name_similarity,
+)
+
+FILTER_PRIOR = {"eq": 0.03, "ne": 0.006, "in": 0.004, "shown": 0.03, "threshold": 0.02, "notnull": 0.03}
+"""Prior of one filter of each kind (no filter: 1); ``shown``: keeping exactly the values the
+example rows show."""
+MAX_CATEGORY = 30
+"""Text columns with more distinct values than this get no equality filters."""
+
+
+@dataclass(frozen=True)
+class Step:
+    """One node of a stream: a role and duty; a join also names the table it merges in."""
+
+    role: Role
+    duty: Any
+    other: str | None = None
+
+
+@dataclass(frozen=True)
+class Option:
+    """An alternative with its prior (log probability) and the steps it adds."""
+
+    log_prior: float
+    steps: tuple[Step, ...]
+    label: str = ""
+
+
+def _derive(op: str, column: str, **extra: Any) -> Step:
+    return Step(Role.DERIVE, DeriveDuty(name=column, op=op, left=column, **extra))
+
+
+def rewrites(facts: Mapping[str, ColumnFacts], target: Mapping[str, TargetFacts]) -> list[Option]:
+    """The fixed rewrites of a table (parse numbers and dates, trim) and the alternative date
+    formats, as options (the first is the most likely)."""
+    wants_dates = any(t.iso_dates for t in target.values())
+    steps: list[Step] = []
+    dated: list[ColumnFacts] = []
+    for f in facts.values():
+        shown = target.get(f.name)
+        if f.kind == "number_text" and (shown is None or shown.numeric):
+            steps.append(_derive("number", f.name))
+        elif f.kind == "date_text" and wants_dates:
+            dated.append(f)
+        elif f.spaces:
+            steps.append(_derive("trim", f.name))
+    options = [Option(0.0, tuple(steps), "")]
+    for f in dated:  # each date column in each format that parses it (month first is likelier)
+        options = [
+            Option(
+                o.log_prior + math.log(0.7 if i == 0 else 0.3 / max(len(f.date_formats) - 1, 1)),
+                (*o.steps, _derive("date", f.name, fmt=fmt)),
+                f"{o.label} {f.name}:{fmt}",
+            )
+            for o in options
+            for i, fmt in enumerate(f.date_formats[:3])
+        ]
+    return options
+
+
+def cleanings(frame: pd.DataFrame, target: Mapping[str, TargetFacts]) -> list[Option]:
+    """Alternative cleanings of one (rewritten) table, most likely first."""
+    facts = column_facts(frame)
+    options = [Option(0.0, ())]
+    for f in facts.values():
+        shown = target.get(f.name)
+        in_examples = shown is not None and shown.case is not None
+        other_case = in_examples and _other_case(frame[f.name], shown.case)
+        if f.kind != "text" or not (f.case_variants or other_case):
+            continue
+        case = shown.case if in_examples else f.majority_case
+        if case is None:
+            continue
+        p = 0.9 if in_examples else 0.6
+        options = [
+            alt
+            for o in options
+            for alt in (
+                Option(o.log_prior + math.log(p), (*o.steps, _derive(case, f.name)), f"{o.label} {case}"),
+                Option(o.log_prior + math.log(1 - p), o.steps, o.label),
+            )
+        ]
+    if frame.duplicated().any():
+        options = [
+            alt
+            for o in options
+            for alt in (
+                Option(
+                    o.log_prior + math.log(0.8), (*o.steps, Step(Role.DEDUP, DedupDuty())), f"{o.label} dedup"
+                ),
+                Option(o.log_prior + math.log(0.2), o.steps, o.label),
+            )
+        ]
+    distinct = frame.drop_duplicates()
+    key = next((f for f in facts.values() if _repeated_key(distinct[f.name], f)), None)
+    if key is not None:
+        options += [
+            Option(
+                o.log_prior + math.log(0.3),
+                (*o.steps, Step(Role.DEDUP, DedupDuty(subset=(key.name,)))),
+                f"{o.label} dedup:{key.name}",
+            )
+            for o in options
+        ]
+    return sorted(options, key=lambda o: -o.log_prior)
+
+
+def _other_case(column: pd.Series, case: str) -> bool:
+    """Some value of a text column is written in another letter case than ``case``."""
+    change = {"lower": str.lower, "upper": str.upper, "title": str.title}[case]
+    return any(change(str(v)) != str(v) for v in column.dropna())
+
+
+def _repeated_key(column: pd.Series, facts: ColumnFacts) -> bool:
+    """A column that is nearly a key (filled, at least 80% distinct, not measured in fractions)
+    and still repeats a value once exact duplicate rows are gone."""
+    if facts.kind not in ("text", "number") or (facts.kind == "number" and not facts.integer):
+        return False
+    filled = column.notna().all()
+    return bool(filled and column.duplicated().any() and column.nunique() >= 0.8 * len(column))
+
+
+def joins(fact: pd.DataFrame, other: pd.DataFrame, table: str, needed: bool) -> list[Option]:
+    """Ways to merge ``other`` into the fact stream, most likely first: on the key pair whose values
+    overlap most (inner, and left when some fact rows find no match); leaving it out when no
+    target column needs it."""
+    pairs = []
+    for right in other.columns:
+        values = other[right].dropna()
+        if values.empty or values.nunique() < 0.9 * len(values):
+            continue
+        have = set(values.astype(str))
+        for left in fact.columns:
+            column = fact[left].dropna()
+            if column.empty or (column.dtype.kind in "fc") != (values.dtype.kind in "fc"):
+                continue
+            overlap = float(column.astype(str).isin(have).mean())
+            if overlap >= 0.5:
+                pairs.append((overlap + 0.1 * name_similarity(str(left), str(right)), str(left), str(right)))
+    pairs.sort(key=lambda p: -p[0])
+    options = []
+    for rank, (overlap, left, right) in enumerate(pairs[:2]):
+        prior = math.log(0.8 if rank == 0 else 0.2)
+        duty = JoinDuty(left_on=left, right_on=right)
+        options.append(Option(prior, (Step(Role.JOIN, duty, table),), f"join {table} on {left}={right}"))
+        if overlap < 1.0:
+            left_join = JoinDuty(left_on=left, right_on=right, how="left")
+            options.append(Option(prior + math.log(0.5), (Step(Role.JOIN, left_join, table),), "left"))
+    if not needed:
+        options.append(Option(math.log(0.3), (), f"without {table}"))
+    return sorted(options, key=lambda o: -o.log_prior)
+
+
+def filters(frame: pd.DataFrame, examples: pd.DataFrame) -> list[Option]:
+    """Single filters on ``frame``'s columns with their priors, most likely first."""
+    out = []
+    facts = column_facts(frame)
+    rows = len(frame)
+    for name, f in facts.items():
+        column = frame[name]
+        if f.missing > 0 and f.missing < 0.6:
+            out.append(_filter(name, "notnull", None, "notnull"))
+        if f.key or rows == 0:
+            continue
+        if f.kind in ("text", "date_text") and 1 < f.distinct <= MAX_CATEGORY:
+            counts = column.value_counts()
+            for value, count in counts.items():
+                share = count / rows
+                if 0.01 < share < 0.99:
+                    out.append(_filter(name, "eq", str(value), "eq"))
+                    if share > 0.05:
+                        out.append(_filter(name, "ne", str(value), "ne"))
+            for group, shown in _value_sets(counts, examples.get(name)):
+                out.append(_filter(name, "in", group, "shown" if shown else "in"))
+        elif f.kind == "number" and f.distinct > 2:
+            for value, roundness in _thresholds(column.dropna().to_numpy(dtype=float)):
+                for op in ("ge", "lt"):
+                    option = _filter(name, op, value, "threshold")
+                    out.append(Option(option.log_prior + math.log(roundness), option.steps, option.label))
+    return sorted(out, key=lambda o: -o.log_prior)
+
+
+def _filter(column: str, op: str, value: Any, kind: str) -> Option:
+    duty = FilterDuty(column=column, op=op, value=value)
+    return Option(math.log(FILTER_PRIOR[kind]), (Step(Role.FILTER, duty),), f"{column} {op} {value}")
+
+
+def _value_sets(counts: pd.Series, shown: pd.Series | None) -> list[tuple[tuple[str, ...], bool]]:
+    """Sets of values an ``in`` filter keeps, and whether they are what the example rows show:
+    those the example rows show (when there are two or more and fewer than all), and pairs and
+    triples of the commonest values."""
+    values = [str(v) for v in counts.index]
+    sets: dict[tuple[str, ...], bool] = {}
+    if shown is not None:
+        seen = sorted({str(v) for v in shown.dropna()} & set(values))
+        if 2 <= len(seen) < len(values):
+            sets[tuple(seen)] = True
+    common = values[:6]
+    for size in (2, 3):
+        if size < len(values):
+            for c in itertools.combinations(common, size):
+                sets.setdefault(tuple(sorted(c)), False)
+    return list(sets.items())
+
+
+def _thresholds(values: np.ndarray, keep: int = 8) -> list[tuple[float, float]]:
+    """Cut points between the data's distinct values: for each gap, its roundest number (a
+    threshold a person would write) and how round it is (1 for a power of ten, less for others);
+    the ``keep`` roundest."""
+    distinct = np.unique(values)
+    cuts = []
+    for low, high in itertools.pairwise(distinct.tolist()):
+        value, roundness = _roundest(low, high)
+        cuts.append((roundness, value))
+    cuts.sort(key=lambda c: -c[0])
+    return [(value, roundness) for roundness, value in cuts[:keep]]
+
+
+def _roundest(low: float, high: float) -> tuple[float, float]:
+    """The roundest number in ``(low, high]`` and its roundness in (0, 1]."""
+    span = max(abs(low), abs(high), 1e-9)
+    top = math.floor(math.log10(span))
+    for exponent in range(top + 1, -4, -1):
+        step = 10.0**exponent
+        for multiple, roundness in ((1, 1.0), (5, 0.8), (2, 0.6), (25, 0.5)):
+            unit = step * multiple / (10 if multiple == 25 else 1)
+            candidate = math.floor(high / unit) * unit
+            if low < candidate <= high:
+                return round(candidate, 6), roundness * 0.7 ** max(0, top - exponent)
+    return high, 0.05

@@ -1,0 +1,627 @@
+"""The synthesiser: a pipeline for a user's tables, found from the tables and a few wanted rows.
+
+Programming by example in the manner of Scythe and AutoPandas, deductive where it can be: the
+steps before the output's shape (cleaning, joins, filters: :mod:`.proposer`) are enumerated by
+prior; the rest is deduced from the example rows on each resulting table (:func:`finish`):
+
+- **rows** (the output is rows of the table): each target column is a column of the table (same
+  name up to spelling, or the one whose values hold the example's), or ``left <op> right`` of two
+  number columns that reproduces the example's values, named after the target column;
+- **groups** (otherwise): the target's text columns are the group keys, and each other column is
+  the one aggregate (sum, mean, row count, count, distinct count, max, min, of a column or of a
+  product/sum/difference/ratio of two) that reproduces every example row's value;
+- then **order** (a sort, and top-k, when the example rows are the head of the output sorted by
+  one of its columns; ``k`` is ``target_rows`` when given, else the number of example rows when
+  they are fewer than :data:`EXAMPLE_ROWS`), **rounding** (where the example rows show fewer
+  decimals than the values have and only the rounded values hold them), and a **select** that
+  names and orders the target's columns.
+
+A candidate *holds* the examples when its output has the target's columns and every example row
+(and ``target_rows`` rows when given). Among the candidates that hold them the posterior decides:
+the prior of the steps plus the log-likelihood of the example rows. A user is asked for the first
+rows of the wanted table but may give any few: with probability :data:`HEAD` the examples are the
+output's first ``n`` rows in order, otherwise ``n`` of its ``N`` rows drawn at random
+(``1 / C(N, n)``). So a filter (or sort) that makes the examples the head of the output, or leaves
+few rows besides them, is believed as far as the evidence outweighs its prior.
+
+Every step is a node of the orchestration spec (:mod:`..spec`), run by the same :mod:`..ops`
+code as the sandbox (in this process while searching, reading only the public inputs).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from orchestrl.envs.orchestration.plans import apply_node
+from orchestrl.envs.orchestration.spec import (
+    BINARY_OPS,
+    AggregateDuty,
+    DeriveDuty,
+    OrchestrationSpec,
+    Role,
+    SelectDuty,
+    TopKDuty,
+    parse_spec,
+)
+from orchestrl.envs.orchestration.synthesis.evidence import (
+    TargetFacts,
+    column_facts,
+    name_similarity,
+    target_facts,
+)
+from orchestrl.envs.orchestration.synthesis.proposer import (
+    Option,
+    Step,
+    cleanings,
+    filters,
+    joins,
+    rewrites,
+)
+from orchestrl.envs.orchestration.tables import canonical_column, held_share
+
+EXAMPLE_ROWS = 5
+"""How many example rows a user is asked for: fewer, in a sorted output, means the whole table."""
+AGGREGATES = ("sum", "mean", "size", "count", "nunique", "max", "min")
+"""Aggregates tried for a measure, in order (the first that reproduces the examples is taken)."""
+MAX_CANDIDATES = 600
+"""Tables (cleaning x joins x filters) tried at most per search."""
+MAX_BASES = 16
+"""Cleaned and joined tables (before filters) searched at most."""
+HEAD = 0.5
+"""Probability that the example rows are the first rows of the wanted table, in order."""
+
+
+@dataclass(frozen=True)
+class Program:
+    """A pipeline: each source's cleaning chain, then the main stream from the fact table."""
+
+    sources: tuple[str, ...]
+    cleaning: Mapping[str, tuple[Step, ...]]
+    main: tuple[Step, ...]
+    score: float
+    grouped: bool
+
+    def spec(self) -> OrchestrationSpec:
+        """The program as an orchestration spec, one node per step (small capacity)."""
+        nodes: list[dict[str, Any]] = []
+        heads = {name: name for name in self.sources}
+
+        def add(step: Step, deps: Sequence[str]) -> str:
+            node_id = f"n{len(nodes) + 1}_{step.role.value}"
+            nodes.append(
+                {
+                    "id": node_id,
+                    "role": step.role.value,
+                    "duty": step.duty.model_dump(mode="json"),
+                    "deps": list(deps),
+                }
+            )
+            return node_id
+
+        for name in self.sources:
+            for step in self.cleaning.get(name, ()):
+                heads[name] = add(step, [heads[name]])
+        head = heads[self.sources[0]]
+        for step in self.main:
+            head = add(step, [head, heads[step.other]] if step.role is Role.JOIN else [head])
+        if not nodes:  # the fact table as it is: one select keeps it
+            head = add(Step(Role.SELECT, SelectDuty()), [head])
+        return parse_spec({"version": 1, "sources": list(self.sources), "nodes": nodes, "output": head})
+
+
+@dataclass
+class Synthesis:
+    """What the search found: the best program (None when nothing held the examples)."""
+
+    program: Program | None
+    candidates: int
+    seconds: float
+    holding: int = 0
+    """Candidates that held the examples."""
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def spec(self) -> OrchestrationSpec | None:
+        return None if self.program is None else self.program.spec()
+
+
+def run_steps(frame: pd.DataFrame, steps: Sequence[Step], tables: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
+    """``steps`` applied to ``frame`` in this process (a join merges in ``tables[step.other]``)."""
+    for step in steps:
+        inputs = [frame, tables[step.other]] if step.role is Role.JOIN else [frame]
+        frame, _ = apply_node(step.role, step.duty, inputs, "small")
+    return frame
+
+
+def synthesise(
+    sources: Mapping[str, pd.DataFrame],
+    examples: pd.DataFrame,
+    target_rows: int | None = None,
+    deadline: float | None = None,
+    max_candidates: int = MAX_CANDIDATES,
+) -> Synthesis:
+    """The most likely program whose output holds ``examples`` (module docstring). ``sources``:
+    the fact table first; ``deadline``: a ``time.monotonic()`` at which the search stops with the
+    best found so far."""
+    started = time.perf_counter()
+    names = tuple(sources)
+    facts = target_facts(examples)
+    target = [str(c) for c in examples.columns]
+    rewritten, table_options = {}, {}
+    for name, frame in sources.items():
+        fixed = rewrites(column_facts(frame), facts)
+        variants = []
+        for rewrite in fixed:
+            clean_frame = run_steps(frame, rewrite.steps, {})
+            for option in cleanings(clean_frame, facts)[:6]:
+                variants.append(Option(rewrite.log_prior + option.log_prior, rewrite.steps + option.steps))
+        rewritten[name] = variants
+    for name, variants in rewritten.items():
+        table_options[name] = sorted(variants, key=lambda o: -o.log_prior)[:6]
+    best: tuple[float, Program] | None = None
+    tried = holding = 0
+    bases = []
+    for log_prior, cleaning, tables in _cleaned(sources, table_options):
+        fact = tables[names[0]]
+        for join_plan in _join_plans(fact, tables, names, target):
+            try:
+                base = run_steps(fact, join_plan.steps, tables)
+            except (KeyError, ValueError, TypeError):
+                continue
+            bases.append((log_prior + join_plan.log_prior, cleaning, join_plan, tables, base))
+    bases = sorted(bases, key=lambda b: -b[0])[:MAX_BASES]
+    plans = [_filter_plans(filters(base, examples)) for *_, base in bases]
+    ranked = sorted(
+        (-(prior + f.log_prior), i, k)
+        for i, (prior, *_) in enumerate(bases)
+        for k, f in enumerate(plans[i])
+    )
+    options: dict[int, list[list[tuple[str, Step | None]]]] = {}
+    for negative, i, k in ranked:
+        prior = -negative
+        if best is not None and prior <= best[0]:
+            break  # the likelihood is at most 1: no later candidate can do better
+        if tried >= max_candidates or (deadline is not None and time.monotonic() >= deadline):
+            break
+        _, cleaning, join_plan, tables, base = bases[i]
+        if i not in options:
+            options[i] = _row_options(base, examples, facts)
+        filter_plan = plans[i][k]
+        tried += 1
+        try:
+            table = run_steps(base, filter_plan.steps, tables)
+        except (KeyError, ValueError, TypeError):
+            continue
+        if table.empty:
+            continue
+        finished = finish(table, examples, facts, target_rows, options[i])
+        if finished is None:
+            continue
+        post, grouped, output = finished
+        holding += 1
+        score = prior + log_likelihood(output, examples)
+        if best is None or score > best[0]:
+            program = Program(names, cleaning, (*join_plan.steps, *filter_plan.steps, *post), score, grouped)
+            best = (score, program)
+    return _done(best, tried, holding, started)
+
+
+def _done(best: tuple[float, Program] | None, tried: int, holding: int, started: float) -> Synthesis:
+    return Synthesis(None if best is None else best[1], tried, time.perf_counter() - started, holding)
+
+
+def _cleaned(
+    sources: Mapping[str, pd.DataFrame], options: Mapping[str, list[Option]]
+) -> Iterator[tuple[float, dict[str, tuple[Step, ...]], dict[str, pd.DataFrame]]]:
+    """Every table's cleaning alternatives crossed, most likely first, with the cleaned tables."""
+    names = list(sources)
+    cache: dict[tuple[str, int], pd.DataFrame] = {}
+    combos = sorted(
+        itertools.product(*(range(len(options[n])) for n in names)),
+        key=lambda idx: -sum(options[n][i].log_prior for n, i in zip(names, idx, strict=True)),
+    )
+    for idx in combos[:24]:
+        tables = {}
+        for n, i in zip(names, idx, strict=True):
+            if (n, i) not in cache:
+                cache[(n, i)] = run_steps(sources[n], options[n][i].steps, {})
+            tables[n] = cache[(n, i)]
+        prior = sum(options[n][i].log_prior for n, i in zip(names, idx, strict=True))
+        yield prior, {n: options[n][i].steps for n, i in zip(names, idx, strict=True)}, tables
+
+
+def _join_plans(
+    fact: pd.DataFrame, tables: Mapping[str, pd.DataFrame], names: Sequence[str], target: Sequence[str]
+) -> list[Option]:
+    """Ways to merge the other tables into the fact stream, in order, most likely first."""
+    plans = [Option(0.0, ())]
+    for name in names[1:]:
+        other = tables[name]
+        needed = any(t in other.columns and t not in fact.columns for t in target)
+        plans = [
+            Option(p.log_prior + o.log_prior, p.steps + o.steps)
+            for p in plans
+            for o in joins(_joined(fact, p.steps, tables), other, name, needed)
+        ]
+    return sorted(plans, key=lambda o: -o.log_prior)[:4]
+
+
+def _joined(fact: pd.DataFrame, steps: tuple[Step, ...], tables: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
+    try:
+        return run_steps(fact, steps, tables)
+    except (KeyError, ValueError):
+        return fact
+
+
+def _filter_plans(singles: list[Option]) -> list[Option]:
+    """No filter, each single filter, and pairs of the likeliest on different columns."""
+    plans = [Option(0.0, ()), *singles]
+    top = singles[:24]
+    for a, b in itertools.combinations(top, 2):
+        if a.steps[0].duty.column != b.steps[0].duty.column:
+            plans.append(Option(a.log_prior + b.log_prior, a.steps + b.steps))
+    return sorted(plans, key=lambda o: -o.log_prior)
+
+
+# ------------------------------------------------------------------------------ deduction
+def finish(
+    table: pd.DataFrame,
+    examples: pd.DataFrame,
+    facts: Mapping[str, TargetFacts],
+    target_rows: int | None,
+    row_options: list[list[tuple[str, Step | None]]] | None = None,
+) -> tuple[tuple[Step, ...], bool, pd.DataFrame] | None:
+    """The steps that turn ``table`` into an output holding ``examples`` (rows first, then groups),
+    whether the output is grouped, and the output; None when neither explains them. ``row_options``: what
+    :func:`row_options` gave for a table ``table``'s rows are a subset of (checked again here)."""
+    if row_options is None:
+        row_options = _row_options(table, examples, facts)
+    else:
+        row_options = [
+            [o for o in found if _still_holds(table, str(name), o, examples, facts[str(name)])]
+            for name, found in zip(examples.columns, row_options, strict=False)
+        ]
+    rows = _row_shapes(row_options, examples) if all(row_options) else iter(())
+    for grouped, shapes in ((False, rows), (True, _groups(table, examples, facts))):
+        for shaped in shapes:
+            done = _finish_output(shaped, table, examples, facts, target_rows)
+            if done is not None:
+                return done[0], grouped, done[1]
+    return None
+
+
+def log_likelihood(output: pd.DataFrame, examples: pd.DataFrame) -> float:
+    """Log-probability of the example rows given a program's output that holds them: the first
+    rows of the output with probability :data:`HEAD`, else ``n`` of its rows at random."""
+    n = len(examples)
+    head = HEAD if _heads(output, examples) else 0.0
+    return math.log(head + (1 - HEAD) / math.comb(max(len(output), n), n))
+
+
+@dataclass(frozen=True)
+class _Shaped:
+    """The steps that give the output its columns: steps on ``table`` and the select mapping."""
+
+    steps: tuple[Step, ...]
+    columns: tuple[tuple[str, str], ...]
+
+
+def _matches(table: pd.DataFrame, name: str, examples: pd.DataFrame, facts: TargetFacts) -> list[str]:
+    """Columns of ``table`` whose values hold the example's values for target column ``name``:
+    the same name first, then by name similarity."""
+    wanted = examples[name]
+    found = []
+    for column in table.columns:
+        if _holds_values(table[column], wanted, facts):
+            found.append((str(column) != name, -name_similarity(str(column), name), str(column)))
+    return [c for *_, c in sorted(found)]
+
+
+def _holds_values(column: pd.Series, wanted: pd.Series, facts: TargetFacts) -> bool:
+    numeric = pd.api.types.is_numeric_dtype(column) and not pd.api.types.is_bool_dtype(column)
+    if numeric != facts.numeric:
+        return False
+    if wanted.isna().any() and not column.isna().any():
+        return False
+    if numeric:
+        have = np.round(column.to_numpy(dtype=float), facts.decimals)
+        want = wanted.dropna().to_numpy(dtype=float)
+        return bool(np.isin(want, have).all())
+    have_text = set(column.dropna().astype(str))
+    return all(str(v) in have_text for v in wanted.dropna())
+
+
+def _rounded(column: pd.Series, facts: TargetFacts) -> pd.Series:
+    if not pd.api.types.is_numeric_dtype(column) or pd.api.types.is_bool_dtype(column):
+        return column
+    return column.astype("float64").round(facts.decimals)
+
+
+def _derivations(table: pd.DataFrame, name: str, examples: pd.DataFrame, facts: TargetFacts) -> list[Step]:
+    """``name = left op right`` over two number columns of ``table`` whose values hold the
+    example's values for ``name``."""
+    numbers = [str(c) for c in table.columns if pd.api.types.is_numeric_dtype(table[c])]
+    found = []
+    for left, right in itertools.permutations(numbers, 2):
+        for op in BINARY_OPS:
+            if op in ("mul", "add") and left > right:
+                continue
+            step = Step(Role.DERIVE, DeriveDuty(name=name, op=op, left=left, right=right))
+            values, _ = apply_node(step.role, step.duty, [table[[left, right]]], "small")
+            if _holds_values(values[name], examples[name], facts):
+                found.append(step)
+    return found
+
+
+def _row_options(
+    table: pd.DataFrame, examples: pd.DataFrame, facts: Mapping[str, TargetFacts]
+) -> list[list[tuple[str, Step | None]]]:
+    """For each target column, the columns of ``table`` (or derivations of two) that could be it in
+    a row output; an empty list where none could."""
+    options: list[list[tuple[str, Step | None]]] = []
+    for name in examples.columns:
+        name = str(name)
+        found: list[tuple[str, Step | None]] = [
+            (c, None) for c in _matches(table, name, examples, facts[name])[:4]
+        ]
+        if not found and facts[name].numeric:
+            found = [(name, step) for step in _derivations(table, name, examples, facts[name])[:4]]
+        options.append(found)
+        if not found:
+            break
+    return options
+
+
+def _still_holds(
+    table: pd.DataFrame,
+    name: str,
+    option: tuple[str, Step | None],
+    examples: pd.DataFrame,
+    facts: TargetFacts,
+) -> bool:
+    """Whether a row option found on a larger table still holds the examples' ``name`` values."""
+    column, step = option
+    if step is None:
+        return _holds_values(table[column], examples[name], facts)
+    derived, _ = apply_node(step.role, step.duty, [table[[step.duty.left, step.duty.right]]], "small")
+    return _holds_values(derived[name], examples[name], facts)
+
+
+def _row_shapes(options: list[list[tuple[str, Step | None]]], examples: pd.DataFrame) -> Iterator[_Shaped]:
+    """Row outputs: each target column a column of the table or a derivation of two."""
+    for combo in itertools.islice(itertools.product(*options), 24):
+        sources = [c for c, _ in combo]
+        if len(set(sources)) != len(sources):
+            continue
+        steps = tuple(step for _, step in combo if step is not None)
+        yield _Shaped(steps, tuple(zip(sources, (str(c) for c in examples.columns), strict=True)))
+
+
+def _groups(
+    table: pd.DataFrame, examples: pd.DataFrame, facts: Mapping[str, TargetFacts]
+) -> Iterator[_Shaped]:
+    """Grouped outputs: text (or whole-number) target columns as keys, the rest as aggregates."""
+    keys, measures = [], []
+    for name in examples.columns:
+        name = str(name)
+        f = facts[name]
+        found = _matches(table, name, examples, f) if not f.numeric or f.decimals == 0 else []
+        found = [c for c in found if not pd.api.types.is_float_dtype(table[c]) or not f.numeric]
+        if found and (not f.numeric or name in table.columns):
+            keys.append((name, found[0]))
+        else:
+            measures.append(name)
+    for size in range(len(keys), 0, -1):
+        for chosen in itertools.combinations(keys, size):
+            rest = [m for m in examples.columns if str(m) not in {k for k, _ in chosen}]
+            if not rest or len(rest) > 3:
+                continue
+            shaped = _aggregate(table, examples, facts, list(chosen), [str(m) for m in rest])
+            if shaped is not None:
+                yield shaped
+
+
+def _aggregate(
+    table: pd.DataFrame,
+    examples: pd.DataFrame,
+    facts: Mapping[str, TargetFacts],
+    keys: list[tuple[str, str]],
+    measures: list[str],
+) -> _Shaped | None:
+    by = [c for _, c in keys]
+    wanted_keys = (
+        examples[[k for k, _ in keys]].astype(object).where(examples[[k for k, _ in keys]].notna(), None)
+    )
+    if wanted_keys.duplicated().any():
+        return None
+    index = pd.MultiIndex.from_frame(table[by].astype(object)) if len(by) > 1 else pd.Index(table[by[0]])
+    lookup = [tuple(r) if len(by) > 1 else r[0] for r in wanted_keys.itertuples(index=False, name=None)]
+    chosen: list[tuple[str, str, str | None]] = []
+    derives: list[Step] = []
+    work = table
+    for measure in measures:
+        f = facts[measure]
+        if not f.numeric:
+            return None
+        found = _measure(work, index, lookup, examples[measure], f, by, measure)
+        if found is None:
+            extra = _derived_measure(work, index, lookup, examples[measure], f, by, measure)
+            if extra is None:
+                return None
+            step, found = extra
+            derives.append(step)
+            work, _ = apply_node(step.role, step.duty, [work], "small")
+        chosen.append((measure, *found))
+    (name, fn, column), *more = chosen
+    duty = AggregateDuty(by=tuple(by), column=column, fn=fn, name=name, more=tuple(more))
+    select = [(c, k) for k, c in keys] + [(m, m) for m in measures]
+    order = {str(c): i for i, c in enumerate(examples.columns)}
+    select.sort(key=lambda pair: order[pair[1]])
+    return _Shaped((*derives, Step(Role.AGGREGATE, duty)), tuple(select))
+
+
+def _measure(
+    table: pd.DataFrame,
+    index: pd.Index,
+    lookup: list[Any],
+    wanted: pd.Series,
+    facts: TargetFacts,
+    by: list[str],
+    name: str,
+) -> tuple[str, str | None] | None:
+    """The first ``(fn, column)`` whose per-group values reproduce ``wanted`` on the examples' keys."""
+    columns = sorted(
+        (c for c in table.columns if str(c) not in by), key=lambda c: -name_similarity(str(c), name)
+    )
+    tried: list[tuple[str, str | None]] = [("size", None)]
+    for column in columns:
+        numeric = pd.api.types.is_numeric_dtype(table[column]) and not pd.api.types.is_bool_dtype(
+            table[column]
+        )
+        fns = AGGREGATES if numeric else ("count", "nunique", "size")
+        tried += [(fn, str(column)) for fn in fns if fn != "size"]
+    want = wanted.to_numpy(dtype=float)
+    for fn, column in tried:
+        values = _group_values(table, index, fn, column)
+        if values is None:
+            continue
+        got = values.reindex(lookup).to_numpy(dtype=float)
+        if np.allclose(
+            np.round(got, facts.decimals),
+            want,
+            rtol=0,
+            atol=0.5 * 10.0**-facts.decimals + 1e-9,
+            equal_nan=True,
+        ):
+            return fn, column
+    return None
+
+
+def _group_values(table: pd.DataFrame, index: pd.Index, fn: str, column: str | None) -> pd.Series | None:
+    if fn == "size":
+        return pd.Series(np.ones(len(table)), index=index).groupby(level=list(range(index.nlevels))).size()
+    series = pd.Series(table[column].to_numpy(), index=index)
+    try:
+        return series.groupby(level=list(range(index.nlevels)), dropna=False).agg(fn).astype(float)
+    except (TypeError, ValueError):
+        return None
+
+
+def _derived_measure(
+    table: pd.DataFrame,
+    index: pd.Index,
+    lookup: list[Any],
+    wanted: pd.Series,
+    facts: TargetFacts,
+    by: list[str],
+    name: str,
+) -> tuple[Step, tuple[str, str | None]] | None:
+    """An aggregate of ``left op right`` (named after the measure) that reproduces ``wanted``."""
+    numbers = [str(c) for c in table.columns if pd.api.types.is_numeric_dtype(table[c]) and str(c) not in by]
+    want = wanted.to_numpy(dtype=float)
+    for left, right in itertools.permutations(numbers, 2):
+        for op in BINARY_OPS:
+            if op in ("mul", "add") and left > right:
+                continue
+            step = Step(Role.DERIVE, DeriveDuty(name=name, op=op, left=left, right=right))
+            derived, _ = apply_node(step.role, step.duty, [table[[left, right]]], "small")
+            for fn in ("sum", "mean", "max", "min"):
+                values = _group_values(derived, index, fn, name)
+                got = values.reindex(lookup).to_numpy(dtype=float)
+                if np.allclose(
+                    np.round(got, facts.decimals),
+                    want,
+                    rtol=0,
+                    atol=0.5 * 10.0**-facts.decimals + 1e-9,
+                    equal_nan=True,
+                ):
+                    return step, (fn, name)
+    return None
+
+
+def _finish_output(
+    shaped: _Shaped,
+    table: pd.DataFrame,
+    examples: pd.DataFrame,
+    facts: Mapping[str, TargetFacts],
+    target_rows: int | None,
+) -> tuple[tuple[Step, ...], pd.DataFrame] | None:
+    """The shaping steps plus rounding, select and order, and their output, when it holds the
+    examples."""
+    frame = run_steps(table, shaped.steps, {})
+    select = Step(Role.SELECT, SelectDuty(columns=shaped.columns))
+    output, _ = apply_node(select.role, select.duty, [frame], "small")
+    rounds: list[Step] = []
+    if held_share(examples, output) < 1.0:
+        for source, name in shaped.columns:
+            f = facts[name]
+            column = output[name]
+            if (
+                f.numeric
+                and pd.api.types.is_float_dtype(column)
+                and not column.round(f.decimals).equals(column)
+            ):
+                rounds.append(
+                    Step(Role.DERIVE, DeriveDuty(name=source, op="round", left=source, digits=f.decimals))
+                )
+        if not rounds:
+            return None
+        frame = run_steps(frame, rounds, {})
+        output, _ = apply_node(select.role, select.duty, [frame], "small")
+        if held_share(examples, output) < 1.0:
+            return None
+    order = _order(output, examples, facts, target_rows)
+    if order is None:
+        return None
+    if order:
+        output, _ = apply_node(order[0].role, order[0].duty, [output], "small")
+    return (*shaped.steps, *rounds, select, *order), output
+
+
+def _order(
+    output: pd.DataFrame, examples: pd.DataFrame, facts: Mapping[str, TargetFacts], target_rows: int | None
+) -> tuple[Step, ...] | None:
+    """A sort (and top-k) that puts the example rows first, when one does; () when the output
+    needs none; None when ``target_rows`` cannot be met."""
+    n = len(examples)
+    if _heads(output, examples) and (target_rows is None or len(output) == target_rows):
+        return ()
+    for name in examples.columns:
+        values = examples[name].dropna()
+        if len(values) < 2 or values.nunique() < 2 or not facts[str(name)].numeric:
+            continue
+        for ascending in (False, True):
+            ordered = values.is_monotonic_increasing if ascending else values.is_monotonic_decreasing
+            if not ordered:
+                continue
+            k = target_rows if target_rows is not None and target_rows < len(output) else None
+            if k is None and target_rows is None and n < EXAMPLE_ROWS and len(output) > n:
+                k = n
+            step = Step(Role.TOPK, TopKDuty(column=str(name), k=k, ascending=ascending))
+            sorted_output, _ = apply_node(step.role, step.duty, [output], "small")
+            if _heads(sorted_output, examples) and (target_rows is None or len(sorted_output) == target_rows):
+                return (step,)
+    if target_rows is not None and len(output) != target_rows:
+        return None
+    return ()
+
+
+def _heads(output: pd.DataFrame, examples: pd.DataFrame) -> bool:
+    """The example rows are the output's first rows, in order (rows tied on every column compared
+    as a multiset)."""
+    head = output.head(len(examples))
+    if len(head) < len(examples) or held_share(examples, head) < 1.0:
+        return False
+    return all(
+        np.array_equal(canonical_column(head[c].reset_index(drop=True)), canonical_column(examples[c]))
+        for c in examples.columns
+        if pd.api.types.is_numeric_dtype(examples[c])
+    )

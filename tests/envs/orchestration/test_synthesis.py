@@ -1,0 +1,210 @@
+"""The synthesiser (``orchestrl plan``'s search) on hand-made exports from ``tests/data/plan_cases``,
+the spec's new duties (rewrites of one column, ``in`` and ``ge``/``le`` filters, several measures,
+sort without a cut) through the compiled pipeline, and what it refuses."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from orchestrl.envs.orchestration import ops
+from orchestrl.envs.orchestration.compiler import compile_spec
+from orchestrl.envs.orchestration.plans import run_spec
+from orchestrl.envs.orchestration.spec import SpecError, parse_spec
+from orchestrl.envs.orchestration.synthesis import synthesise
+from orchestrl.envs.orchestration.synthesis.evidence import column_facts, unproducible
+from orchestrl.envs.orchestration.tables import TargetIndex, same_table
+
+CASES = Path(__file__).resolve().parents[2] / "data" / "plan_cases"
+
+
+def load(name: str) -> tuple[dict[str, pd.DataFrame], pd.DataFrame, pd.DataFrame, dict]:
+    folder = CASES / name
+    meta = json.loads((folder / "case.json").read_text())
+    sources = {s: pd.read_csv(folder / f"{s}.csv") for s in meta["sources"]}
+    return sources, pd.read_csv(folder / "target_example.csv"), pd.read_csv(folder / "wanted.csv"), meta
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        "01_shipped_order_revenue",  # a filter the example rows show, a derived column
+        "03_payroll_cost_by_department",  # duplicates, currency text, a join on differently named keys
+        "10_active_listings_price_per_sqft",  # two filters, a ratio, rounding, a sort
+        "28_tenants_with_balance",  # NA tokens among numbers, a threshold, fewer rows than asked
+    ],
+)
+def test_the_synthesiser_writes_the_wanted_table(case: str) -> None:
+    sources, examples, wanted, meta = load(case)
+    found = synthesise(sources, examples, meta["target_rows"])
+    assert found.spec is not None, found
+    output = run_spec(sources, found.spec).output
+    assert list(output.columns) == list(wanted.columns)
+    assert TargetIndex(wanted).compare(output).exact
+    if meta["ordered"]:
+        assert same_table(output.reset_index(drop=True).astype(wanted.dtypes.to_dict()), wanted)
+
+
+def test_a_search_with_nothing_to_find_returns_no_program() -> None:
+    sources = {"t": pd.DataFrame({"a": ["x", "y", "z"], "n": [1, 2, 3]})}
+    examples = pd.DataFrame({"a": ["x"], "n": [99]})  # 99 is no column's value, sum, count...
+    found = synthesise(sources, examples)
+    assert found.program is None and found.candidates >= 1
+
+
+def test_the_new_duties_compile_to_the_code_run_in_process(tmp_path: Path) -> None:
+    sources = {
+        "orders": pd.DataFrame(
+            {
+                "id": [1, 2, 3, 4, 4],
+                "Region": [" north", "North ", "south", "EAST", "EAST"],
+                "amount": ["$1,200.50", "12%", "N/A", "(30)", "(30)"],
+                "day": ["03/15/2024", "04/01/2024", "12/31/2023", "01/02/2024", "01/02/2024"],
+                "qty": [2, 3, 4, 5, 5],
+            }
+        )
+    }
+    spec = parse_spec(
+        {
+            "sources": ["orders"],
+            "nodes": [
+                {"id": "a", "role": "dedup", "duty": {}, "deps": ["orders"]},
+                {
+                    "id": "b",
+                    "role": "derive",
+                    "duty": {"name": "Region", "op": "trim", "left": "Region"},
+                    "deps": ["a"],
+                },
+                {
+                    "id": "c",
+                    "role": "derive",
+                    "duty": {"name": "Region", "op": "title", "left": "Region"},
+                    "deps": ["b"],
+                },
+                {
+                    "id": "d",
+                    "role": "derive",
+                    "duty": {"name": "amount", "op": "number", "left": "amount"},
+                    "deps": ["c"],
+                },
+                {
+                    "id": "e",
+                    "role": "derive",
+                    "duty": {"name": "day", "op": "date", "left": "day", "fmt": "%m/%d/%Y"},
+                    "deps": ["d"],
+                },
+                {
+                    "id": "f",
+                    "role": "filter",
+                    "duty": {"column": "Region", "op": "in", "value": ["North", "East"]},
+                    "deps": ["e"],
+                },
+                {
+                    "id": "g",
+                    "role": "filter",
+                    "duty": {"column": "qty", "op": "ge", "value": 2},
+                    "deps": ["f"],
+                },
+                {
+                    "id": "h",
+                    "role": "aggregate",
+                    "duty": {
+                        "by": ["Region"],
+                        "column": "amount",
+                        "fn": "sum",
+                        "name": "total",
+                        "more": [["orders", "size", None], ["days", "nunique", "day"]],
+                    },
+                    "deps": ["g"],
+                },
+                {
+                    "id": "i",
+                    "role": "derive",
+                    "duty": {"name": "total", "op": "round", "left": "total", "digits": 0},
+                    "deps": ["h"],
+                },
+                {
+                    "id": "j",
+                    "role": "topk",
+                    "duty": {"column": "total", "k": None, "ascending": True},
+                    "deps": ["i"],
+                },
+            ],
+        }
+    )
+    namespace: dict = {}
+    exec(compile(compile_spec(spec).source, "pipeline.py", "exec"), namespace)  # the stand-alone module
+    compiled = namespace["run"](sources)["j"][0]
+    in_process = run_spec(sources, spec).output
+    assert same_table(compiled, in_process)
+    expected = pd.DataFrame(
+        {"Region": ["East", "North"], "total": [-30.0, 1212.0], "orders": [1, 2], "days": [1, 2]}
+    )
+    assert same_table(in_process.reset_index(drop=True), expected), in_process
+
+
+@pytest.mark.parametrize(
+    ("duty", "code"),
+    [
+        ({"name": "x", "op": "round", "left": "a"}, "round takes digits"),
+        ({"name": "x", "op": "date", "left": "a"}, "date takes the format"),
+        ({"name": "x", "op": "date", "left": "a", "fmt": "%d'); import os; ('"}, "string_pattern_mismatch"),
+        ({"name": "x", "op": "trim", "left": "a", "right": "b"}, "rewrites one column"),
+        ({"name": "x", "op": "mul", "left": "a"}, "two operands"),
+    ],
+)
+def test_derive_duties_are_checked(duty: dict, code: str) -> None:
+    spec = {"sources": ["t"], "nodes": [{"id": "n", "role": "derive", "duty": duty, "deps": ["t"]}]}
+    with pytest.raises(SpecError) as caught:
+        parse_spec(spec)
+    assert code in str(caught.value)
+
+
+def test_filters_in_and_thresholds_are_checked() -> None:
+    for duty in ({"column": "a", "op": "in", "value": []}, {"column": "a", "op": "ge", "value": "x"}):
+        spec = {"sources": ["t"], "nodes": [{"id": "n", "role": "filter", "duty": duty, "deps": ["t"]}]}
+        with pytest.raises(SpecError):
+            parse_spec(spec)
+
+
+@pytest.mark.parametrize(
+    ("text", "number"),
+    [
+        ("$1,234.50", 1234.5),
+        ("€12", 12.0),
+        ("12%", 12.0),
+        ("(30)", -30.0),
+        ("EUR 7.5", 7.5),
+        ("N/A", None),
+        ("-", None),
+        ("twelve", None),
+        (3, 3.0),
+    ],
+)
+def test_numbers_written_as_text_are_parsed(text: object, number: float | None) -> None:
+    assert ops.parse_number(text) == number
+
+
+def test_evidence_reads_dirt_off_the_data() -> None:
+    frame = pd.DataFrame(
+        {
+            "price": ["$1.00", "$2,000.00", "-", "$3.50"],
+            "day": ["15.03.2024", "01.04.2024", "02.04.2024", "30.12.2023"],
+            "status": ["Open", "open", " closed", "Open"],
+            "id": [1, 2, 3, 4],
+        }
+    )
+    facts = column_facts(frame)
+    assert facts["price"].kind == "number_text"
+    assert facts["day"].kind == "date_text" and facts["day"].date_formats == ("%d.%m.%Y",)
+    assert facts["status"].case_variants and facts["status"].spaces
+    assert facts["id"].key and not facts["status"].key
+
+
+def test_a_text_column_no_source_holds_is_unproducible() -> None:
+    sources = {"t": pd.DataFrame({"city": ["Leeds", "York"], "n": [1, 2]})}
+    examples = pd.DataFrame({"City": ["leeds "], "country": ["UK"], "total": [3]})
+    assert unproducible(sources, examples) == ["country"]
