@@ -58,6 +58,10 @@ class EnvEntry:
             ``orchestrl/cli.py``.
         run_dir_env: environment variable -> folder under the run dir; every command sets each
             (unless already set) before Ray starts, so Ray's local workers inherit it.
+        vector_factory: ``"module:callable"`` taking ``num_envs``, ``agent_id_in_obs`` and the env
+            kwargs, returning one vector env whose copies step as tensors
+            (:class:`orchestrl.envs.batched.runner.TensorVectorEnv`); such an env is sampled by
+            :class:`~orchestrl.envs.batched.runner.BatchedEnvRunner`, which the builder then picks.
     """
 
     name: str
@@ -72,6 +76,7 @@ class EnvEntry:
     endpoints: tuple[str, ...] = ()
     commands: Mapping[str, str] = field(default_factory=dict)
     run_dir_env: Mapping[str, str] = field(default_factory=dict)
+    vector_factory: str | None = None
 
     def load(self) -> Callable[..., ParallelEnv]:
         return load(self.factory)
@@ -115,6 +120,20 @@ def _mpe(name: str, module: str, summary: str) -> EnvEntry:
     )
 
 
+def _mpe_batched(scenario: str, summary: str) -> EnvEntry:
+    """An mpe2 scenario re-implemented as tensors over N copies (:mod:`orchestrl.envs.batched.mpe`)."""
+    return EnvEntry(
+        name=f"{scenario}_batched",
+        factory=f"orchestrl.envs.batched.mpe_env:{scenario}",
+        signature_of=f"orchestrl.envs.batched.mpe:{scenario}",
+        vector_factory=f"orchestrl.envs.batched.mpe_env:{scenario}_vector",
+        summary=summary,
+        family="mpe",
+        horizon_key="max_cycles",
+        default_horizon=25,
+    )
+
+
 ENVS: dict[str, EnvEntry] = {
     e.name: e
     for e in [
@@ -126,6 +145,17 @@ ENVS: dict[str, EnvEntry] = {
         ),
         _mpe(
             "simple_reference", "simple_reference_v3", "two agents each guide the other to a landmark (mpe2)"
+        ),
+        _mpe_batched(
+            "simple_spread", "simple_spread as torch tensors over N copies per env runner (mpe2's maths)"
+        ),
+        _mpe_batched(
+            "simple_speaker_listener",
+            "simple_speaker_listener as torch tensors over N copies per env runner (mpe2's maths)",
+        ),
+        _mpe_batched(
+            "simple_reference",
+            "simple_reference as torch tensors over N copies per env runner (mpe2's maths)",
         ),
         EnvEntry(
             name="orchestration",

@@ -16,6 +16,7 @@ from ray.rllib.algorithms.ppo import PPOConfig
 
 from orchestrl.algorithms.context import BuildContext
 from orchestrl.algorithms.ppo_learner import FastStepPPOLearner
+from orchestrl.envs.batched.runner import BatchedEnvRunner
 from orchestrl.envs.info import EnvInfo
 from orchestrl.envs.registry import get_env
 from orchestrl.envs.reporting import EnvReportCallbacks
@@ -114,6 +115,9 @@ def base_ppo_config(cfg: ExperimentConfig, *, gpus_available: float | None = Non
         .callbacks(callbacks_class=[EnvReportCallbacks])
         .debugging(seed=cfg.seed, log_level="ERROR")
     )
+    if get_env(cfg.env.name).vector_factory is not None:
+        # One vector env of tensor copies per runner, sampled in bulk (orchestrl.envs.batched.runner).
+        ppo = ppo.env_runners(env_runner_cls=BatchedEnvRunner)
     if cfg.evaluation.episodes > 0:
         ppo = ppo.evaluation(
             # RLlib builds its evaluation env runners (with the held-out env_config) only when an

@@ -1,0 +1,202 @@
+"""How many seconds of training mappo needs on simple_spread before its greedy policy scores -60.
+
+What it runs: ``configs/mappo_simple_spread.yaml`` (mappo on ``simple_spread_batched``: N=3,
+25-step episodes, 256 copies on the driver's env runner) for 5 seeds, each for a fixed budget of
+training wall time, through Ray like ``orchestrl train``. After every training iteration the
+greedy policy (no exploration) plays ``EVAL_EPISODES`` episodes of the same env; that evaluation,
+building the algorithm and starting Ray are timed apart and not counted as training time.
+
+Printed: ONE JSON object:
+
+- ``seconds_to_minus_60``: IQM over seeds of the training seconds until the greedy team return
+  (summed over the 3 agents) first reaches -60, with its 95% stratified-bootstrap CI
+  (``orchestrl.tracking.stats``); a seed that never reaches it counts as the budget (a lower
+  bound; ``never_reached`` lists them);
+- ``return_at_seconds``: the greedy return at fixed training-time budgets (the last evaluation
+  within each), IQM and CI over seeds; ``env_steps_per_s``: training env steps per training second;
+- ``ray_start_s``, ``build_s`` (IQM over seeds), ``eval_s_per_evaluation``, ``settings``, ``meta``.
+
+Each finished run is one line (``RUN_LINE``) on stderr and, with ``--log``, appended to that file;
+``--summarise LOG...`` rebuilds the report from such lines without training (several invocations
+can each run some seeds: ``--first-seed``, ``--seeds``).
+
+Run:
+    python benchmarks/spread_wallclock.py --quick      # 2 seeds, 20 s of training each
+    python benchmarks/spread_wallclock.py --log benchmarks/logs/spread_wallclock.log
+    python benchmarks/spread_wallclock.py --summarise benchmarks/logs/spread_wallclock.log
+
+Expected: the JSON above; figures in ``benchmarks/RESULTS.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from orchestrl.experiment.builder import build_ppo_config
+from orchestrl.experiment.config import load_config
+from orchestrl.tracking.stats import aggregate
+from orchestrl.training.checkpoints import build_algorithm
+from orchestrl.training.runtime import quiet_environment, ray_session, silence_noise
+
+CONFIG = Path(__file__).resolve().parent.parent / "configs" / "mappo_simple_spread.yaml"
+THRESHOLD = -60.0
+SEEDS = 5
+BUDGET_S = 60.0
+QUICK_SEEDS, QUICK_BUDGET_S = 2, 20.0
+CHECKPOINTS_S = (10.0, 20.0, 30.0, 60.0)
+EVAL_EPISODES = 64
+RUN_LINE = "spread-wallclock-run"
+
+
+def one_run(seed: int, budget_s: float, run_dir: Path) -> dict[str, Any]:
+    """Trains one seed for ``budget_s`` seconds of ``train()``; greedy evaluation after each iteration."""
+    overrides = {"seed": seed, "run_dir": str(run_dir), "evaluation.episodes": EVAL_EPISODES}
+    cfg = load_config(CONFIG, overrides)
+    started = time.perf_counter()
+    algo = build_algorithm(build_ppo_config(cfg), run_dir / f"seed_{seed}")
+    build_s = time.perf_counter() - started
+    curve: list[list[float]] = []  # [training seconds, env steps, greedy return]
+    train_s, steps, eval_s = 0.0, 0, 0.0
+    try:
+        while train_s < budget_s:
+            before = time.perf_counter()
+            result = algo.train()
+            train_s += time.perf_counter() - before
+            steps += int(result["env_runners"]["num_env_steps_sampled"])
+            before = time.perf_counter()
+            greedy = algo.evaluate()
+            eval_s += time.perf_counter() - before
+            ret = float(greedy["env_runners"]["episode_return_mean"])
+            curve.append([round(train_s, 3), steps, round(ret, 3)])
+    finally:
+        algo.stop()
+    return {
+        "build_s": round(build_s, 3),
+        "eval_s": round(eval_s, 3),
+        "evaluations": len(curve),
+        "curve": curve,
+    }
+
+
+def seconds_to(curve: list[list[float]], threshold: float) -> float | None:
+    """Training seconds at the first evaluation at or above ``threshold`` (None: never)."""
+    return next((t for t, _, r in curve if r >= threshold), None)
+
+
+def return_at(curve: list[list[float]], seconds: float) -> float | None:
+    """The greedy return of the last evaluation within ``seconds`` of training (None: none yet)."""
+    within = [r for t, _, r in curve if t <= seconds]
+    return within[-1] if within else None
+
+
+def estimate(values: list[float]) -> dict[str, Any]:
+    agg = aggregate(np.asarray(values, dtype=float)[:, None])
+    return {"iqm": round(agg.iqm.value, 3), "ci95": [round(agg.iqm.low, 3), round(agg.iqm.high, 3)]}
+
+
+def report(runs: dict[int, dict[str, Any]], budget_s: float, meta: dict[str, Any]) -> dict[str, Any]:
+    times = {seed: seconds_to(run["curve"], THRESHOLD) for seed, run in runs.items()}
+    out: dict[str, Any] = {
+        "seconds_to_minus_60": estimate([budget_s if t is None else t for t in times.values()]),
+        "per_seed_seconds_to_minus_60": {str(s): t for s, t in times.items()},
+        "never_reached": [s for s, t in times.items() if t is None],
+        "return_at_seconds": {},
+        "env_steps_per_s": estimate([r["curve"][-1][1] / r["curve"][-1][0] for r in runs.values()]),
+        "build_s": estimate([r["build_s"] for r in runs.values()]),
+        "eval_s_per_evaluation": round(
+            sum(r["eval_s"] for r in runs.values()) / max(1, sum(r["evaluations"] for r in runs.values())), 3
+        ),
+    }
+    for mark in CHECKPOINTS_S:
+        if mark > budget_s:
+            continue
+        values = [return_at(r["curve"], mark) for r in runs.values()]
+        if all(v is not None for v in values):
+            out["return_at_seconds"][str(int(mark))] = estimate(values)
+    out["final_return"] = estimate([r["curve"][-1][2] for r in runs.values()])
+    out["seeds"] = sorted(runs)
+    out["budget_s"] = budget_s
+    out["settings"] = {
+        "config": str(CONFIG.relative_to(CONFIG.parent.parent)),
+        "eval_episodes": EVAL_EPISODES,
+    }
+    out["meta"] = meta
+    return out
+
+
+def read_runs(logs: list[Path]) -> tuple[dict[int, dict[str, Any]], float]:
+    runs: dict[int, dict[str, Any]] = {}
+    budget = 0.0
+    for log in logs:
+        for line in log.read_text().splitlines():
+            if line.startswith(RUN_LINE + " "):
+                seed, budget_s, run = json.loads(line[len(RUN_LINE) + 1 :])
+                runs[int(seed)] = run
+                budget = max(budget, float(budget_s))
+    if not runs:
+        raise SystemExit(f"--summarise: no '{RUN_LINE}' lines in {', '.join(map(str, logs))}")
+    return dict(sorted(runs.items())), budget
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--quick", action="store_true", help=f"{QUICK_SEEDS} seeds, {QUICK_BUDGET_S:.0f} s each"
+    )
+    parser.add_argument("--seeds", type=int, default=None)
+    parser.add_argument("--first-seed", type=int, default=0)
+    parser.add_argument("--budget-s", type=float, default=None, help="training seconds per seed")
+    parser.add_argument("--log", type=Path, default=None, help="append each finished run's line here")
+    parser.add_argument(
+        "--summarise", type=Path, nargs="+", default=None, help="report from logs, no training"
+    )
+    args = parser.parse_args(argv)
+    if args.summarise:
+        runs, budget = read_runs(args.summarise)
+        result = report(runs, budget, {"summarised_from": [str(p) for p in args.summarise]})
+        print(json.dumps(result, indent=2))
+        return result
+    seeds = args.seeds or (QUICK_SEEDS if args.quick else SEEDS)
+    budget = args.budget_s or (QUICK_BUDGET_S if args.quick else BUDGET_S)
+    run_dir = Path(tempfile.mkdtemp(prefix="orl-spread-"))
+    quiet_environment(run_dir)
+    silence_noise(verbose=False)
+    cfg = load_config(CONFIG)
+    load_before = os.getloadavg()
+    runs: dict[int, dict[str, Any]] = {}
+    started = time.perf_counter()
+    with ray_session(cfg.resources, run_dir):
+        ray_start_s = time.perf_counter() - started
+        for seed in range(args.first_seed, args.first_seed + seeds):
+            runs[seed] = one_run(seed, budget, run_dir)
+            line = f"{RUN_LINE} {json.dumps([seed, budget, runs[seed]])}"
+            print(line, file=sys.stderr, flush=True)
+            if args.log is not None:
+                args.log.parent.mkdir(parents=True, exist_ok=True)
+                with args.log.open("a") as f:
+                    f.write(line + "\n")
+    meta = {
+        "command": " ".join(["python", "benchmarks/spread_wallclock.py", *(argv or sys.argv[1:])]),
+        "ray_start_s": round(ray_start_s, 3),
+        "wall_s": round(time.perf_counter() - started, 1),
+        "load_avg_1_5_15_before": list(load_before),
+        "load_avg_1_5_15_after": list(os.getloadavg()),
+        "cpus": os.cpu_count(),
+        "omp_num_threads": os.environ.get("OMP_NUM_THREADS"),
+    }
+    result = report(runs, budget, meta)
+    print(json.dumps(result, indent=2))
+    return result
+
+
+if __name__ == "__main__":
+    main()
