@@ -4,9 +4,10 @@ benchmark outputs only: nothing is trained or timed here.
 Sources:
 
 - ``benchmarks/logs/``: the per-run lines of the long benchmarks (``benchmarks/credit.py``,
-  ``benchmarks/neuromas.py``), read back and summarised by those benchmarks' own ``--summarise``
-  code (``credit.read_runs`` / ``credit.summarise``, ``neuromas.read_log`` / ``neuromas.tabulate``:
-  the same IQMs and seeded bootstrap CIs their ``--summarise`` prints);
+  ``benchmarks/neuromas.py``, ``benchmarks/spread_wallclock.py``), read back and summarised by those
+  benchmarks' own ``--summarise`` code (``credit.read_runs`` / ``credit.summarise``,
+  ``neuromas.read_log`` / ``neuromas.tabulate``, ``spread_wallclock.read_runs`` /
+  ``spread_wallclock.report``: the same IQMs and seeded bootstrap CIs their ``--summarise`` prints);
 - ``benchmarks/results/*.json``: what a benchmark printed, saved as it came
   (``python benchmarks/X.py ... > benchmarks/results/X.json``). :data:`SAVED` names the command of
   each file; a section appears only when its file is there.
@@ -467,6 +468,73 @@ def neuromas_part() -> list[str]:
     return [*out, ""]
 
 
+# --- mappo on simple_spread against the clock (benchmarks/spread_wallclock.py) -------------------
+
+SPREAD_LOG = "spread_wallclock.log"
+
+
+def spread_wallclock_part() -> list[str]:
+    if not (LOGS / SPREAD_LOG).is_file():
+        return []
+    wallclock = sibling("spread_wallclock")
+    runs, budget, sets = wallclock.read_runs([LOGS / SPREAD_LOG])
+    r = wallclock.report(runs, budget, {}, sets)
+    t = r["seconds_to_minus_60"]
+    reached = "never" if r["never_reached"] == r["seeds"] else f"{t['iqm']:.1f} s {ci(t['ci95'], 1)}"
+    per_seed = ", ".join(
+        "never" if v is None else f"{v:.1f} s" for v in r["per_seed_seconds_to_minus_60"].values()
+    )
+    rows = [
+        [
+            f"{mark} s",
+            f"{v['iqm']:.1f} {ci(v['ci95'], 1)}",
+        ]
+        for mark, v in r["return_at_seconds"].items()
+    ]
+    rows.append(
+        [
+            f"end of the budget ({budget:g} s)",
+            f"{r['final_return']['iqm']:.1f} {ci(r['final_return']['ci95'], 1)}",
+        ]
+    )
+    overrides = " ".join(f"--set {k}={v}" for k, v in sets.items())
+    settings = f" with `{overrides}`" if overrides else ""
+    return [
+        "## mappo on simple_spread against the clock",
+        "",
+        f"`benchmarks/spread_wallclock.py`: `{r['settings']['config']}`{settings} (mappo on "
+        "`simple_spread_batched`, N=3, 25-step episodes, every copy on the driver's env runner), "
+        f"seeds {seed_range(r['seeds'])}, each trained for {budget:g} s of `train()` wall time, in one "
+        "process on a 2-core machine shared with other jobs. After every iteration the greedy policy "
+        f"plays {r['settings']['eval_episodes']} episodes (not counted as training time, nor are Ray's "
+        "start-up and building the algorithm). Returns are team returns (summed over the 3 agents).",
+        "",
+        f"- Training seconds until the greedy return first reaches {wallclock.THRESHOLD:g}: **{reached}** "
+        f"(IQM [95% CI]; a seed that never reaches it counts as the budget); per seed: {per_seed}.",
+        f"- Training throughput: {r['env_steps_per_s']['iqm']:,.0f} env steps/s "
+        f"{ci(r['env_steps_per_s']['ci95'], 0)}; building the algorithm {r['build_s']['iqm']:.1f} s; "
+        f"one greedy evaluation {r['eval_s_per_evaluation']:.2f} s.",
+        "",
+        *table(["training time", "greedy team return, IQM [95% CI]"], rows),
+        "",
+        *commands(
+            "Produced by",
+            [
+                f"python benchmarks/spread_wallclock.py {overrides + ' ' if overrides else ''}"
+                f"--log benchmarks/logs/{SPREAD_LOG}"
+            ],
+        ),
+        "",
+        *commands(
+            "Summarised by (what this section shows)",
+            [f"python benchmarks/spread_wallclock.py --summarise benchmarks/logs/{SPREAD_LOG}"],
+        ),
+        "",
+        *commands("Other settings", ["python benchmarks/spread_wallclock.py --quick   # 2 seeds, 20 s each"]),
+        "",
+    ]
+
+
 # --- saved JSON outputs --------------------------------------------------------------------------
 
 
@@ -556,17 +624,58 @@ def throughput_section(d: dict[str, Any]) -> list[str]:
         settings = ", ".join(f"{k}: {v:,.0f}" for k, v in d["by_setting"][algo].items())
         ratio = "1" if algo == "plain_ppo" else f"{d[f'{algo}_vs_plain_ppo']:.2f}"
         rows.append([f"{label}, best setting", num(d[f"{algo}_env_steps_per_s"], 0), ratio, settings])
+    batched = "batched_mappo_env_steps_per_s" in d
+    if batched:
+        plain = d["plain_ppo_env_steps_per_s"]
+        rows += [
+            [
+                "batched env alone (`simple_spread_batched`), random actions, all copies",
+                num(d["batched_raw_env_steps_per_s"], 0),
+                "",
+                "",
+            ],
+            [
+                "mappo on the batched env, sampled in bulk (`BatchedEnvRunner`)",
+                num(d["batched_mappo_env_steps_per_s"], 0),
+                f"{d['batched_vs_plain_ppo']:.2f}",
+                ", ".join(f"{k}: {v:,.0f}" for k, v in d["by_setting"]["batched_mappo"].items()),
+            ],
+            [
+                "mappo on the batched env through RLlib's per-copy sampling loop",
+                num(d["batched_rllib_stepping_env_steps_per_s"], 0),
+                f"{d['batched_rllib_stepping_env_steps_per_s'] / plain:.2f}",
+                ", ".join(f"{k}: {v:,.0f}" for k, v in d["by_setting"]["batched_rllib_stepping"].items()),
+            ],
+        ]
     rows.append(["peak RSS, driver and all Ray workers", f"{d['peak_rss_mb'] / 1024:.2f} GB", "", ""])
-    return [
+    out = [
         f"MPE simple_spread, N={d['env_kwargs']['N']}; whole training iterations (sampling and "
         f"learning), median of {d['timed_iterations']} timed iterations, at each setting of env runners "
         "× sub-envs per runner; the best setting is reported.",
         "",
         *table(["", "env steps/s", "over plain PPO", "per setting (runners × sub-envs)"], rows),
         "",
-        "Recorded while other jobs loaded the 2-core development machine heavily (the JSON records no "
-        "load average): compare the ratios, not the rates, and rerun `make bench` on an idle machine "
-        "for rates.",
+    ]
+    if batched:
+        b = d["batched_settings"]
+        mappo = d["by_setting"]["mappo"]
+        vector = next(k for k in mappo if k.startswith("1x") and k != "1x1")
+        out += [
+            f"The batched rows run {b['envs_per_env_runner']} copies on the driver's env runner "
+            f"({b['env_runners']} remote runners), {b['train_batch_size']:,} env steps an iteration, "
+            f"{b['num_epochs']} epochs of {b['minibatch_size']:,}-row minibatches, "
+            f"{d['torch_threads']} torch thread(s). RLlib's own vectorisation of the Python env "
+            f"(mappo, one runner, {vector} sub-envs against 1x1): "
+            f"`vector_python_vs_single` = {d['vector_python_vs_single']:.2f}.",
+            "",
+        ]
+    return [
+        *out,
+        load_note(d.get("load_avg_1_5_15_before"), d.get("load_avg_1_5_15_after"))
+        if "load_avg_1_5_15_before" in d
+        else "Recorded while other jobs loaded the 2-core development machine heavily (the JSON records "
+        "no load average): compare the ratios, not the rates, and rerun `make bench` on an idle "
+        "machine for rates.",
     ]
 
 
@@ -864,6 +973,7 @@ def render() -> str:
     ]
     lines += credit_part()
     lines += neuromas_part()
+    lines += spread_wallclock_part()
     lines += saved_part()
     lines += list(NOT_BENCHMARKED)
     while lines and lines[-1] == "":

@@ -42,7 +42,7 @@ from typing import Any
 import numpy as np
 
 from orchestrl.experiment.builder import build_ppo_config
-from orchestrl.experiment.config import load_config
+from orchestrl.experiment.config import load_config, parse_overrides
 from orchestrl.tracking.stats import aggregate
 from orchestrl.training.checkpoints import build_algorithm
 from orchestrl.training.runtime import quiet_environment, ray_session, silence_noise
@@ -57,9 +57,12 @@ EVAL_EPISODES = 64
 RUN_LINE = "spread-wallclock-run"
 
 
-def one_run(seed: int, budget_s: float, run_dir: Path) -> dict[str, Any]:
-    """Trains one seed for ``budget_s`` seconds of ``train()``; greedy evaluation after each iteration."""
-    overrides = {"seed": seed, "run_dir": str(run_dir), "evaluation.episodes": EVAL_EPISODES}
+def one_run(seed: int, budget_s: float, run_dir: Path, sets: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Trains one seed for ``budget_s`` seconds of ``train()``; greedy evaluation after each iteration.
+
+    ``sets``: dotted config overrides (``--set``) applied before the seed and evaluation ones.
+    """
+    overrides = {**(sets or {}), "seed": seed, "run_dir": str(run_dir), "evaluation.episodes": EVAL_EPISODES}
     cfg = load_config(CONFIG, overrides)
     started = time.perf_counter()
     algo = build_algorithm(build_ppo_config(cfg), run_dir / f"seed_{seed}")
@@ -103,7 +106,9 @@ def estimate(values: list[float]) -> dict[str, Any]:
     return {"iqm": round(agg.iqm.value, 3), "ci95": [round(agg.iqm.low, 3), round(agg.iqm.high, 3)]}
 
 
-def report(runs: dict[int, dict[str, Any]], budget_s: float, meta: dict[str, Any]) -> dict[str, Any]:
+def report(
+    runs: dict[int, dict[str, Any]], budget_s: float, meta: dict[str, Any], sets: dict[str, Any] | None = None
+) -> dict[str, Any]:
     times = {seed: seconds_to(run["curve"], THRESHOLD) for seed, run in runs.items()}
     out: dict[str, Any] = {
         "seconds_to_minus_60": estimate([budget_s if t is None else t for t in times.values()]),
@@ -128,23 +133,35 @@ def report(runs: dict[int, dict[str, Any]], budget_s: float, meta: dict[str, Any
     out["settings"] = {
         "config": str(CONFIG.relative_to(CONFIG.parent.parent)),
         "eval_episodes": EVAL_EPISODES,
+        "overrides": sets or {},
     }
     out["meta"] = meta
     return out
 
 
-def read_runs(logs: list[Path]) -> tuple[dict[int, dict[str, Any]], float]:
+def read_runs(logs: list[Path]) -> tuple[dict[int, dict[str, Any]], float, dict[str, Any]]:
+    """The runs (by seed), the largest budget and the ``--set`` overrides of the lines in ``logs``.
+
+    Lines of different overrides cannot be summarised together (SystemExit).
+    """
     runs: dict[int, dict[str, Any]] = {}
     budget = 0.0
+    sets: dict[str, Any] | None = None
     for log in logs:
         for line in log.read_text().splitlines():
             if line.startswith(RUN_LINE + " "):
-                seed, budget_s, run = json.loads(line[len(RUN_LINE) + 1 :])
+                seed, budget_s, run, *rest = json.loads(line[len(RUN_LINE) + 1 :])
+                line_sets = rest[0] if rest else {}
+                if sets is not None and line_sets != sets:
+                    raise SystemExit(
+                        f"--summarise: runs with different --set overrides: {sets} and {line_sets}"
+                    )
+                sets = line_sets
                 runs[int(seed)] = run
                 budget = max(budget, float(budget_s))
     if not runs:
         raise SystemExit(f"--summarise: no '{RUN_LINE}' lines in {', '.join(map(str, logs))}")
-    return dict(sorted(runs.items())), budget
+    return dict(sorted(runs.items())), budget, sets or {}
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
@@ -155,14 +172,22 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--seeds", type=int, default=None)
     parser.add_argument("--first-seed", type=int, default=0)
     parser.add_argument("--budget-s", type=float, default=None, help="training seconds per seed")
+    parser.add_argument(
+        "--set",
+        dest="sets",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override the config (repeatable), e.g. --set training.lr=3e-3",
+    )
     parser.add_argument("--log", type=Path, default=None, help="append each finished run's line here")
     parser.add_argument(
         "--summarise", type=Path, nargs="+", default=None, help="report from logs, no training"
     )
     args = parser.parse_args(argv)
     if args.summarise:
-        runs, budget = read_runs(args.summarise)
-        result = report(runs, budget, {"summarised_from": [str(p) for p in args.summarise]})
+        runs, budget, sets = read_runs(args.summarise)
+        result = report(runs, budget, {"summarised_from": [str(p) for p in args.summarise]}, sets)
         print(json.dumps(result, indent=2))
         return result
     seeds = args.seeds or (QUICK_SEEDS if args.quick else SEEDS)
@@ -170,15 +195,16 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     run_dir = Path(tempfile.mkdtemp(prefix="orl-spread-"))
     quiet_environment(run_dir)
     silence_noise(verbose=False)
-    cfg = load_config(CONFIG)
+    sets = parse_overrides(args.sets)
+    cfg = load_config(CONFIG, sets)
     load_before = os.getloadavg()
     runs: dict[int, dict[str, Any]] = {}
     started = time.perf_counter()
     with ray_session(cfg.resources, run_dir):
         ray_start_s = time.perf_counter() - started
         for seed in range(args.first_seed, args.first_seed + seeds):
-            runs[seed] = one_run(seed, budget, run_dir)
-            line = f"{RUN_LINE} {json.dumps([seed, budget, runs[seed]])}"
+            runs[seed] = one_run(seed, budget, run_dir, sets)
+            line = f"{RUN_LINE} {json.dumps([seed, budget, runs[seed], sets])}"
             print(line, file=sys.stderr, flush=True)
             if args.log is not None:
                 args.log.parent.mkdir(parents=True, exist_ok=True)
@@ -193,7 +219,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "cpus": os.cpu_count(),
         "omp_num_threads": os.environ.get("OMP_NUM_THREADS"),
     }
-    result = report(runs, budget, meta)
+    result = report(runs, budget, meta, sets)
     print(json.dumps(result, indent=2))
     return result
 

@@ -14,7 +14,8 @@ What it measures, on MPE simple_spread (N=3, 25-step episodes):
   ``batched_vs_plain_ppo``; ``batched_raw_env_steps_per_s`` is that env alone (random actions,
   all copies), and ``batched_rllib_stepping_env_steps_per_s`` the same run with RLlib's own
   per-copy sampling loop, which says what that loop costs;
-- ``peak_rss_mb``: peak resident memory of the driver and all Ray worker processes together.
+- ``peak_rss_mb``: peak resident memory of the driver and all Ray worker processes together;
+- ``load_avg_1_5_15_before`` / ``_after``: the machine's load averages around the run.
 
 Run:
     python benchmarks/throughput.py
@@ -204,6 +205,7 @@ def main() -> None:
     quiet_environment(run_dir)
     silence_noise(verbose=False)
     out: dict = {"env": "simple_spread", "env_kwargs": ENV_KWARGS, "timed_iterations": iters}
+    load_before = list(os.getloadavg())
     seconds = 3.0 if args.quick else 10.0
     if not args.batched_only:
         out["raw_env_steps_per_s"] = round(raw_env_steps_per_s(seconds), 1)
@@ -238,6 +240,8 @@ def main() -> None:
         mappo = settings["mappo"]
         out["vector_python_vs_single"] = round(mappo[f"1x{args.envs_per_runner}"] / mappo["1x1"], 3)
     out["peak_rss_mb"] = round(memory.peak, 1)
+    out["load_avg_1_5_15_before"] = load_before
+    out["load_avg_1_5_15_after"] = list(os.getloadavg())
     print(json.dumps(out, indent=2))
 
 

@@ -173,6 +173,11 @@ def _trim(value: str) -> str:
     return " ".join(value.split())
 
 
+def _title(value: str) -> str:
+    """Capitalised words, for values written in one case (``'MacLeod'`` stays as it is)."""
+    return value.title() if value in (value.lower(), value.upper()) else value
+
+
 def _rewrite(s: pd.Series, op: str, digits, fmt) -> pd.Series:
     """One column rewritten by a unary derive op (missing values stay missing)."""
     if op == "number":
@@ -184,7 +189,7 @@ def _rewrite(s: pd.Series, op: str, digits, fmt) -> pd.Series:
         parsed = pd.to_datetime(pd.Series(values, index=s.index, dtype=object), format=fmt, errors="coerce")
         text = parsed.dt.strftime("%Y-%m-%d %H:%M:%S" if "%H" in fmt else "%Y-%m-%d")
         return text.astype(object).where(parsed.notna(), None)
-    change = {"trim": _trim, "lower": str.lower, "upper": str.upper, "title": str.title}[op]
+    change = {"trim": _trim, "lower": str.lower, "upper": str.upper, "title": _title}[op]
     return pd.Series([None if v is None else change(str(v)) for v in values], index=s.index, dtype=object)
 
 

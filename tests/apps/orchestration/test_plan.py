@@ -78,8 +78,16 @@ def test_the_team_plans_and_its_pipeline_runs_alone(plan_teams: dict[str, Path],
     assert len(output) == written["match"]["rows"]
 
     wanted = len(task.target)  # the hidden target's size, known to this test only
-    for rows, code in ((wanted, 0), (wanted + 1, 1)):
-        again = plan(plan_teams["warm"], args, example, tmp_path / f"rows{rows}", "--target-rows", str(rows))
+    for rows, code in ((wanted, 0), (wanted + 1, 1)):  # the team's own spec, checked on its row count
+        again = plan(
+            plan_teams["warm"],
+            args,
+            example,
+            tmp_path / f"rows{rows}",
+            "--target-rows",
+            str(rows),
+            "--no-fallback",
+        )
         assert again.exit_code == code, again.output
         assert f"output rows for {rows} wanted" in again.stdout
 

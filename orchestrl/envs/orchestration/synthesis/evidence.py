@@ -53,7 +53,8 @@ class ColumnFacts:
     missing: float
     distinct: int
     key: bool
-    """Filled in every row and no value repeated (after dropping exact duplicate rows)."""
+    """Filled in every row and no value repeated (after dropping exact duplicate rows); for
+    numbers also whole and dense (ids, not a measure whose values happen to differ)."""
     integer: bool
 
 
@@ -109,6 +110,10 @@ def column_facts(frame: pd.DataFrame) -> dict[str, ColumnFacts]:
         for v in filled:
             folded.setdefault(" ".join(v.split()).casefold(), set()).add(" ".join(v.split()))
         column = distinct_rows[name]
+        unique = bool(column.notna().all() and not column.duplicated().any() and len(column) > 1)
+        if unique and numeric:  # a numeric key numbers its rows densely; a measure that happens
+            values = column.to_numpy(dtype=float)  # to be distinct (stock on hand) does not
+            unique = bool((values == values.round()).all() and np.ptp(values) < 2 * len(values))
         out[str(name)] = ColumnFacts(
             name=str(name),
             kind=kind,
@@ -118,7 +123,7 @@ def column_facts(frame: pd.DataFrame) -> dict[str, ColumnFacts]:
             majority_case=max(set(counted), key=counted.count) if counted else None,
             missing=1.0 - len(filled) / max(len(series), 1),
             distinct=int(series.nunique()),
-            key=bool(column.notna().all() and not column.duplicated().any() and len(column) > 1),
+            key=unique,
             integer=bool(pd.api.types.is_integer_dtype(series)),
         )
     return out

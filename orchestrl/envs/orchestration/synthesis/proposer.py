@@ -6,8 +6,9 @@ lists and no random draws:
 - cleaning of one table (:func:`cleanings`): numbers written as text are parsed, dates in one
   non-ISO format are written as ISO dates when the example rows show ISO dates, stray spaces are
   trimmed; optional, as alternatives with their priors: one letter case for a column that holds a
-  value in several (the case the example rows show, else the most common), dropping exact
-  duplicate rows, dropping rows that repeat a key;
+  value in several or that the example rows show in one case (that case, else the most common),
+  dropping exact duplicate rows, dropping rows that repeat a key (likelier when the output shows
+  the key);
 - joins (:func:`joins`): the fact table's column and the other table's nearly unique column whose
   values overlap most (names decide between equal overlaps), inner, and left where keys go
   unmatched;
@@ -34,6 +35,7 @@ from orchestrl.envs.orchestration.spec import DedupDuty, DeriveDuty, FilterDuty,
 from orchestrl.envs.orchestration.synthesis.evidence import (
     ColumnFacts,
     TargetFacts,
+    case_of,
     column_facts,
     name_similarity,
 )
@@ -43,6 +45,8 @@ FILTER_PRIOR = {"eq": 0.03, "ne": 0.006, "in": 0.004, "shown": 0.03, "threshold"
 example rows show."""
 MAX_CATEGORY = 30
 """Text columns with more distinct values than this get no equality filters."""
+MAX_SET_VALUES = 12
+"""Text columns with more distinct values than this get no ``in`` filters (a category, not names)."""
 
 
 @dataclass(frozen=True)
@@ -129,32 +133,38 @@ def cleanings(frame: pd.DataFrame, target: Mapping[str, TargetFacts]) -> list[Op
             )
         ]
     distinct = frame.drop_duplicates()
-    key = next((f for f in facts.values() if _repeated_key(distinct[f.name], f)), None)
-    if key is not None:
-        options += [
-            Option(
-                o.log_prior + math.log(0.3),
-                (*o.steps, Step(Role.DEDUP, DedupDuty(subset=(key.name,)))),
-                f"{o.label} dedup:{key.name}",
-            )
+    keys = [f for f in facts.values() if _repeated_key(distinct[f.name], f)]
+    key = min(keys, key=lambda f: (f.name not in target, -distinct[f.name].nunique()), default=None)
+    if key is not None:  # a key the output shows is likelier one row per key
+        p = 0.6 if key.name in target else 0.3
+        options = [
+            alt
             for o in options
+            for alt in (
+                Option(
+                    o.log_prior + math.log(p),
+                    (*o.steps, Step(Role.DEDUP, DedupDuty(subset=(key.name,)))),
+                    f"{o.label} dedup:{key.name}",
+                ),
+                Option(o.log_prior + math.log(1 - p), o.steps, o.label),
+            )
         ]
     return sorted(options, key=lambda o: -o.log_prior)
 
 
 def _other_case(column: pd.Series, case: str) -> bool:
-    """Some value of a text column is written in another letter case than ``case``."""
-    change = {"lower": str.lower, "upper": str.upper, "title": str.title}[case]
-    return any(change(str(v)) != str(v) for v in column.dropna())
+    """Some value of a text column is written in another letter case than ``case`` (mixed
+    spellings such as ``'MacLeod'`` are no case)."""
+    return any(case_of(str(v)) not in (case, None) for v in column.dropna())
 
 
 def _repeated_key(column: pd.Series, facts: ColumnFacts) -> bool:
-    """A column that is nearly a key (filled, at least 80% distinct, not measured in fractions)
+    """A column that is nearly a key (filled, at least 75% distinct, not measured in fractions)
     and still repeats a value once exact duplicate rows are gone."""
     if facts.kind not in ("text", "number") or (facts.kind == "number" and not facts.integer):
         return False
     filled = column.notna().all()
-    return bool(filled and column.duplicated().any() and column.nunique() >= 0.8 * len(column))
+    return bool(filled and column.duplicated().any() and column.nunique() >= 0.75 * len(column))
 
 
 def joins(fact: pd.DataFrame, other: pd.DataFrame, table: str, needed: bool) -> list[Option]:
@@ -207,9 +217,12 @@ def filters(frame: pd.DataFrame, examples: pd.DataFrame) -> list[Option]:
                     out.append(_filter(name, "eq", str(value), "eq"))
                     if share > 0.05:
                         out.append(_filter(name, "ne", str(value), "ne"))
-            for group, shown in _value_sets(counts, examples.get(name)):
-                out.append(_filter(name, "in", group, "shown" if shown else "in"))
-        elif f.kind == "number" and f.distinct > 2:
+            if f.distinct <= MAX_SET_VALUES:
+                for group, shown in _value_sets(counts, examples.get(name)):
+                    option = _filter(name, "in", group, "shown" if shown else "in")
+                    longer = math.log(0.5) * (len(group) - 2)  # each value listed is one more choice
+                    out.append(Option(option.log_prior + longer, option.steps, option.label))
+        elif f.kind == "number" and f.distinct >= 2:
             for value, roundness in _thresholds(column.dropna().to_numpy(dtype=float)):
                 for op in ("ge", "lt"):
                     option = _filter(name, op, value, "threshold")
@@ -230,7 +243,7 @@ def _value_sets(counts: pd.Series, shown: pd.Series | None) -> list[tuple[tuple[
     sets: dict[tuple[str, ...], bool] = {}
     if shown is not None:
         seen = sorted({str(v) for v in shown.dropna()} & set(values))
-        if 2 <= len(seen) < len(values):
+        if 2 <= len(seen) <= len(values) / 2:
             sets[tuple(seen)] = True
     common = values[:6]
     for size in (2, 3):
@@ -245,18 +258,19 @@ def _thresholds(values: np.ndarray, keep: int = 8) -> list[tuple[float, float]]:
     threshold a person would write) and how round it is (1 for a power of ten, less for others);
     the ``keep`` roundest."""
     distinct = np.unique(values)
+    scale = float(np.abs(distinct).max()) if len(distinct) else 1.0
     cuts = []
     for low, high in itertools.pairwise(distinct.tolist()):
-        value, roundness = _roundest(low, high)
+        value, roundness = _roundest(low, high, scale)
         cuts.append((roundness, value))
     cuts.sort(key=lambda c: -c[0])
     return [(value, roundness) for roundness, value in cuts[:keep]]
 
 
-def _roundest(low: float, high: float) -> tuple[float, float]:
-    """The roundest number in ``(low, high]`` and its roundness in (0, 1]."""
-    span = max(abs(low), abs(high), 1e-9)
-    top = math.floor(math.log10(span))
+def _roundest(low: float, high: float, scale: float) -> tuple[float, float]:
+    """The roundest number in ``(low, high]`` and its roundness in (0, 1], relative to the
+    column's ``scale`` (its largest magnitude): 100 is round for prices up to 900, 5 is not."""
+    top = math.floor(math.log10(max(scale, abs(low), abs(high), 1e-9)))
     for exponent in range(top + 1, -4, -1):
         step = 10.0**exponent
         for multiple, roundness in ((1, 1.0), (5, 0.8), (2, 0.6), (25, 0.5)):

@@ -71,8 +71,10 @@ EXAMPLE_ROWS = 5
 """How many example rows a user is asked for: fewer, in a sorted output, means the whole table."""
 AGGREGATES = ("sum", "mean", "size", "count", "nunique", "max", "min")
 """Aggregates tried for a measure, in order (the first that reproduces the examples is taken)."""
-MAX_CANDIDATES = 600
+MAX_CANDIDATES = 1000
 """Tables (cleaning x joins x filters) tried at most per search."""
+CLEANINGS = 8
+"""Cleaning alternatives kept per table, likeliest first."""
 MAX_BASES = 16
 """Cleaned and joined tables (before filters) searched at most."""
 HEAD = 0.5
@@ -161,11 +163,11 @@ def synthesise(
         variants = []
         for rewrite in fixed:
             clean_frame = run_steps(frame, rewrite.steps, {})
-            for option in cleanings(clean_frame, facts)[:6]:
+            for option in cleanings(clean_frame, facts)[:CLEANINGS]:
                 variants.append(Option(rewrite.log_prior + option.log_prior, rewrite.steps + option.steps))
         rewritten[name] = variants
     for name, variants in rewritten.items():
-        table_options[name] = sorted(variants, key=lambda o: -o.log_prior)[:6]
+        table_options[name] = sorted(variants, key=lambda o: -o.log_prior)[:CLEANINGS]
     best: tuple[float, Program] | None = None
     tried = holding = 0
     bases = []
@@ -177,7 +179,7 @@ def synthesise(
             except (KeyError, ValueError, TypeError):
                 continue
             bases.append((log_prior + join_plan.log_prior, cleaning, join_plan, tables, base))
-    bases = sorted(bases, key=lambda b: -b[0])[:MAX_BASES]
+    bases = _distinct(sorted(bases, key=lambda b: -b[0]))[:MAX_BASES]
     plans = [_filter_plans(filters(base, examples)) for *_, base in bases]
     ranked = sorted(
         (-(prior + f.log_prior), i, k)
@@ -212,6 +214,19 @@ def synthesise(
             program = Program(names, cleaning, (*join_plan.steps, *filter_plan.steps, *post), score, grouped)
             best = (score, program)
     return _done(best, tried, holding, started)
+
+
+def _distinct(bases: list[Any]) -> list[Any]:
+    """Bases (likeliest first) without those whose table equals a likelier one's: cleaning that
+    changes nothing here is not searched twice."""
+    seen, out = set(), []
+    for base in bases:
+        table = base[-1]
+        digest = (tuple(map(str, table.columns)), int(pd.util.hash_pandas_object(table, index=False).sum()))
+        if digest not in seen:
+            seen.add(digest)
+            out.append(base)
+    return out
 
 
 def _done(best: tuple[float, Program] | None, tried: int, holding: int, started: float) -> Synthesis:
