@@ -499,6 +499,7 @@ def spread_wallclock_part() -> list[str]:
     )
     overrides = " ".join(f"--set {k}={v}" for k, v in sets.items())
     settings = f" with `{overrides}`" if overrides else ""
+    first_seed = f"--first-seed {r['seeds'][0]} " if r["seeds"][0] else ""
     return [
         "## mappo on simple_spread against the clock",
         "",
@@ -521,7 +522,7 @@ def spread_wallclock_part() -> list[str]:
             "Produced by",
             [
                 f"python benchmarks/spread_wallclock.py {overrides + ' ' if overrides else ''}"
-                f"--log benchmarks/logs/{SPREAD_LOG}"
+                f"{first_seed}--log benchmarks/logs/{SPREAD_LOG}"
             ],
         ),
         "",
@@ -664,8 +665,9 @@ def throughput_section(d: dict[str, Any]) -> list[str]:
             f"The batched rows run {b['envs_per_env_runner']} copies on the driver's env runner "
             f"({b['env_runners']} remote runners), {b['train_batch_size']:,} env steps an iteration, "
             f"{b['num_epochs']} epochs of {b['minibatch_size']:,}-row minibatches, "
-            f"{d['torch_threads']} torch thread(s). RLlib's own vectorisation of the Python env "
-            f"(mappo, one runner, {vector} sub-envs against 1x1): "
+            f"{d['torch_threads']} torch thread(s): `BATCHED` in `benchmarks/throughput.py`, chosen for "
+            "throughput (`configs/mappo_simple_spread.yaml` trades some for more updates). RLlib's own "
+            f"vectorisation of the Python env (mappo, one runner, {vector} sub-envs against 1x1): "
             f"`vector_python_vs_single` = {d['vector_python_vs_single']:.2f}.",
             "",
         ]

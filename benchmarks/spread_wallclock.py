@@ -1,7 +1,7 @@
 """How many seconds of training mappo needs on simple_spread before its greedy policy scores -60.
 
 What it runs: ``configs/mappo_simple_spread.yaml`` (mappo on ``simple_spread_batched``: N=3,
-25-step episodes, 256 copies on the driver's env runner) for 5 seeds, each for a fixed budget of
+25-step episodes, 128 copies on the driver's env runner) for 5 seeds, each for a fixed budget of
 training wall time, through Ray like ``orchestrl train``. After every training iteration the
 greedy policy (no exploration) plays ``EVAL_EPISODES`` episodes of the same env; that evaluation,
 building the algorithm and starting Ray are timed apart and not counted as training time.
@@ -195,6 +195,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     run_dir = Path(tempfile.mkdtemp(prefix="orl-spread-"))
     quiet_environment(run_dir)
     silence_noise(verbose=False)
+    if args.log is not None:
+        args.log = args.log.resolve()  # Ray's algorithm changes the working directory
     sets = parse_overrides(args.sets)
     cfg = load_config(CONFIG, sets)
     load_before = os.getloadavg()
