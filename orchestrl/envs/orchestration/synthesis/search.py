@@ -508,14 +508,7 @@ def _measure(
         values = _group_values(table, index, fn, column)
         if values is None:
             continue
-        got = values.reindex(lookup).to_numpy(dtype=float)
-        if np.allclose(
-            np.round(got, facts.decimals),
-            want,
-            rtol=0,
-            atol=0.5 * 10.0**-facts.decimals + 1e-9,
-            equal_nan=True,
-        ):
+        if _reproduces(values, lookup, want, facts):
             return fn, column
     return None
 
@@ -528,6 +521,12 @@ def _group_values(table: pd.DataFrame, index: pd.Index, fn: str, column: str | N
         return series.groupby(level=list(range(index.nlevels)), dropna=False).agg(fn).astype(float)
     except (TypeError, ValueError):
         return None
+
+
+def _reproduces(values: pd.Series, lookup: list[Any], want: np.ndarray, facts: TargetFacts) -> bool:
+    """Per-group ``values`` at the examples' keys, rounded as the examples show them, equal ``want``."""
+    got = np.round(values.reindex(lookup).to_numpy(dtype=float), facts.decimals)
+    return bool(np.allclose(got, want, rtol=0, atol=0.5 * 10.0**-facts.decimals + 1e-9, equal_nan=True))
 
 
 def _derived_measure(
@@ -550,14 +549,7 @@ def _derived_measure(
             derived, _ = apply_node(step.role, step.duty, [table[[left, right]]], "small")
             for fn in ("sum", "mean", "max", "min"):
                 values = _group_values(derived, index, fn, name)
-                got = values.reindex(lookup).to_numpy(dtype=float)
-                if np.allclose(
-                    np.round(got, facts.decimals),
-                    want,
-                    rtol=0,
-                    atol=0.5 * 10.0**-facts.decimals + 1e-9,
-                    equal_nan=True,
-                ):
+                if _reproduces(values, lookup, want, facts):
                     return step, (fn, name)
     return None
 
