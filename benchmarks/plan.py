@@ -1,9 +1,12 @@
 """How `orchestrl plan` does on exports as people bring them: the hand-made corpus, and the gap
 between the env's generated tasks and the same tasks handed over as CSV files.
 
-The corpus is ``tests/data/plan_cases/`` (written by hand, not by the env's generator; see its
-README): per case, source CSVs, the first rows of the wanted table (``target_example.csv``) and
-the whole wanted table (``wanted.csv``), which ``plan`` never sees. Each case goes through
+Two corpora, written by hand, not by the env's generator (see their READMEs):
+``tests/data/plan_cases/`` (``dev``: the synthesiser was tuned while looking at it) and
+``tests/data/plan_cases_heldout/`` (``heldout``: written afterwards, never used for tuning; its
+figures are the ones that say how ``plan`` does on new exports). Per case: source CSVs, the
+first rows of the wanted table (``target_example.csv``) and the whole wanted table
+(``wanted.csv``), which ``plan`` never sees. Each case goes through
 :class:`orchestrl.apps.orchestration.plan.Planner` as the CLI sends it (CSV files read by
 ``read_csv``), and the spec it returns runs on the sources and is compared with the wanted table:
 
@@ -21,7 +24,7 @@ the whole wanted table (``wanted.csv``), which ``plan`` never sees. Each case go
   the same tables after a CSV round trip (what a user's export looks like to ``plan``).
 
 Run:
-    python benchmarks/plan.py                                  # the synthesiser alone
+    python benchmarks/plan.py                                  # the synthesiser alone (both corpora)
     python benchmarks/plan.py --checkpoint <run id or folder>  # and a trained team
 
 Figures: ``benchmarks/RESULTS.md``, section "Planning on users' exports".
@@ -46,7 +49,8 @@ from orchestrl.envs.orchestration.spec import parse_spec
 from orchestrl.envs.orchestration.synthesis import synthesise
 from orchestrl.envs.orchestration.tables import TargetIndex, canonical_column
 
-CORPUS = Path(__file__).resolve().parents[1] / "tests" / "data" / "plan_cases"
+DATA = Path(__file__).resolve().parents[1] / "tests" / "data"
+CORPORA = {"dev": DATA / "plan_cases", "heldout": DATA / "plan_cases_heldout"}
 
 
 def load_case(folder: Path) -> dict[str, Any]:
@@ -63,7 +67,7 @@ def load_case(folder: Path) -> dict[str, Any]:
     }
 
 
-def cases(corpus: Path = CORPUS) -> list[dict[str, Any]]:
+def cases(corpus: Path) -> list[dict[str, Any]]:
     return [load_case(f) for f in sorted(corpus.iterdir()) if (f / "case.json").is_file()]
 
 
@@ -91,9 +95,9 @@ def score(case: dict[str, Any], spec_yaml: str | None) -> bool:
     return exact(run.output, case["wanted"], case["ordered"])
 
 
-def corpus_figures(planner: Planner, team: Planner | None) -> dict[str, Any]:
+def corpus_figures(corpus: Path, planner: Planner, team: Planner | None) -> dict[str, Any]:
     rows = []
-    for case in cases():
+    for case in cases(corpus):
         started = time.perf_counter()
         plan = planner.plan(case["sources"], case["examples"], target_rows=case["target_rows"])
         seconds = time.perf_counter() - started
@@ -169,13 +173,17 @@ def main() -> None:
         from orchestrl.deploy.team import find_team
 
         team = Planner.from_team(find_team(args.checkpoint))
+    out: dict[str, Any] = {}
     try:
-        out = {"corpus": str(CORPUS.relative_to(CORPUS.parents[2])), **corpus_figures(planner, team)}
+        for name, corpus in CORPORA.items():
+            figures = corpus_figures(corpus, planner, team)
+            out[name] = {"corpus": str(corpus.relative_to(DATA.parents[0])), **figures}
     finally:
         planner.close()
         if team is not None:
             team.close()
     out.update(env_gap(args.tasks, args.levels))
+    out["tasks_per_level"] = args.tasks
     out["checkpoint"] = args.checkpoint
     print(json.dumps(out, indent=1))
 

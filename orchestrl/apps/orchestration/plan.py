@@ -36,6 +36,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 import time
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, replace
@@ -103,6 +104,13 @@ def check_limits(sources: Mapping[str, pd.DataFrame], examples: pd.DataFrame, li
         raise PlanInputError("sources", "give at least one table")
     if len(sources) > limits.tables:
         raise PlanInputError("sources", f"{len(sources)} tables; this team takes at most {limits.tables}")
+    from orchestrl.envs.orchestration.spec import IDENT
+
+    for name in sources:
+        if not re.match(IDENT, str(name)):
+            raise PlanInputError(
+                str(name), "a table's name is letters, digits and _, not starting with a digit"
+            )
     for name, frame in {**sources, "target_example": examples}.items():
         if frame.empty or len(frame.columns) == 0:
             raise PlanInputError(name, "no rows")

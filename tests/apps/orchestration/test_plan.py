@@ -137,6 +137,11 @@ def test_limits_name_what_is_over() -> None:
         ),
         ({"t": frame}, frame.head(2)[["a"]], "t: 11 rows; the limit is 10"),
         (
+            {"my-orders": frame.head(3)},
+            frame.head(2)[["a"]],
+            "my-orders: a table's name is letters, digits and _, not starting with a digit",
+        ),
+        (
             {"t": frame.head(3)},
             frame.head(2),
             "target_example: 2 columns; the team's observation has room for 1",
@@ -169,6 +174,7 @@ def test_limits_name_what_is_over() -> None:
         ("same_name_twice", "the column name 'qty' appears twice in the header"),
         ("unproducible", "column 'region': no source column holds its values ('Mars'); only numbers"),
         ("no_equals", "expected NAME=FILE.csv"),
+        ("bad_table_name", "--source my-orders: a table's name is letters, digits and _"),
         ("not_orchestration", "a team of the 'matrix' family cannot plan"),
     ],
 )
@@ -200,6 +206,8 @@ def test_bad_input_is_one_line_exit_2_and_nothing_written(
         examples = task.public.examples.copy()
         examples.insert(0, "region", "Mars")
         examples.to_csv(example, index=False)
+    elif case == "bad_table_name":
+        args = ["my-" + args[0]]
     elif case == "no_equals":
         args = ["orders"]
     elif case == "not_orchestration":

@@ -15,6 +15,7 @@ import pytest
 
 from orchestrl.deploy import serve
 from orchestrl.deploy.endpoints import ServedTeam
+from orchestrl.deploy.limits import ServeLimits
 from orchestrl.deploy.team import find_team
 from orchestrl.envs.orchestration.tasks import generate_task
 
@@ -26,7 +27,7 @@ def call(url: str, body: Any) -> tuple[int, dict[str, Any]]:
         url, data=json.dumps(body).encode(), method="POST", headers={"content-type": "application/json"}
     )
     try:
-        with urllib.request.urlopen(request, timeout=120) as resp:
+        with urllib.request.urlopen(request, timeout=300) as resp:
             return resp.status, json.loads(resp.read())
     except urllib.error.HTTPError as err:
         return err.code, json.loads(err.read())
@@ -38,7 +39,11 @@ def test_plan_over_http_concurrently(ray_local: Path, plan_teams: dict[str, Path
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    served = ServedTeam(policy, str(team.checkpoint), "orchestration", team.config.to_dict())
+    # The four requests queue on the one /plan endpoint (it answers one at a time) and each one's
+    # time limit runs from its arrival: the limit is raised so that the last one's is not spent
+    # waiting for the other three's searches on a loaded 2-core machine.
+    limits = ServeLimits(timeout_s=240.0)
+    served = ServedTeam(policy, str(team.checkpoint), "orchestration", team.config.to_dict(), limits=limits)
     url = serve.start(served, host="127.0.0.1", port=port)
     try:
         tasks = [generate_task(1, "heldout", seed) for seed in range(4)]

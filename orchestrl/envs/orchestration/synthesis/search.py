@@ -30,6 +30,7 @@ code as the sandbox (in this process while searching, reading only the public in
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import math
 import time
@@ -182,11 +183,11 @@ def synthesise(
     bases = _distinct(sorted(bases, key=lambda b: -b[0]))[:MAX_BASES]
     plans = [_filter_plans(filters(base, examples)) for *_, base in bases]
     ranked = sorted(
-        (-(prior + f.log_prior), i, k)
-        for i, (prior, *_) in enumerate(bases)
-        for k, f in enumerate(plans[i])
+        (-(prior + f.log_prior), i, k) for i, (prior, *_) in enumerate(bases) for k, f in enumerate(plans[i])
     )
     options: dict[int, list[list[tuple[str, Step | None]]]] = {}
+    held: dict[int, dict[str, list[str]]] = {}
+    seen: set[tuple[tuple[str, ...], bytes]] = set()
     for negative, i, k in ranked:
         prior = -negative
         if best is not None and prior <= best[0]:
@@ -196,15 +197,18 @@ def synthesise(
         _, cleaning, join_plan, tables, base = bases[i]
         if i not in options:
             options[i] = _row_options(base, examples, facts)
+            held[i] = {str(n): _matches(base, str(n), examples, facts[str(n)]) for n in examples.columns}
         filter_plan = plans[i][k]
         tried += 1
         try:
             table = run_steps(base, filter_plan.steps, tables)
         except (KeyError, ValueError, TypeError):
             continue
-        if table.empty:
-            continue
-        finished = finish(table, examples, facts, target_rows, options[i])
+        digest = _digest(table)
+        if table.empty or digest in seen:
+            continue  # a likelier candidate gave this table: it can only score lower
+        seen.add(digest)
+        finished = finish(table, examples, facts, target_rows, options[i], held[i])
         if finished is None:
             continue
         post, grouped, output = finished
@@ -221,12 +225,17 @@ def _distinct(bases: list[Any]) -> list[Any]:
     changes nothing here is not searched twice."""
     seen, out = set(), []
     for base in bases:
-        table = base[-1]
-        digest = (tuple(map(str, table.columns)), int(pd.util.hash_pandas_object(table, index=False).sum()))
+        digest = _digest(base[-1])
         if digest not in seen:
             seen.add(digest)
             out.append(base)
     return out
+
+
+def _digest(table: pd.DataFrame) -> tuple[tuple[str, ...], bytes]:
+    """A table's content, rows in order: equal digests, equal tables."""
+    rows = pd.util.hash_pandas_object(table, index=False).to_numpy()
+    return tuple(map(str, table.columns)), hashlib.blake2b(rows.tobytes(), digest_size=16).digest()
 
 
 def _done(best: tuple[float, Program] | None, tried: int, holding: int, started: float) -> Synthesis:
@@ -293,10 +302,12 @@ def finish(
     facts: Mapping[str, TargetFacts],
     target_rows: int | None,
     row_options: list[list[tuple[str, Step | None]]] | None = None,
+    held: Mapping[str, list[str]] | None = None,
 ) -> tuple[tuple[Step, ...], bool, pd.DataFrame] | None:
     """The steps that turn ``table`` into an output holding ``examples`` (rows first, then groups),
-    whether the output is grouped, and the output; None when neither explains them. ``row_options``: what
-    :func:`row_options` gave for a table ``table``'s rows are a subset of (checked again here)."""
+    whether the output is grouped, and the output; None when neither explains them. ``row_options``
+    and ``held``: what :func:`_row_options` gave, and for each target column the columns whose values
+    held it, on a table ``table``'s rows are a subset of (only these are checked again here)."""
     if row_options is None:
         row_options = _row_options(table, examples, facts)
     else:
@@ -305,7 +316,7 @@ def finish(
             for name, found in zip(examples.columns, row_options, strict=False)
         ]
     rows = _row_shapes(row_options, examples) if all(row_options) else iter(())
-    for grouped, shapes in ((False, rows), (True, _groups(table, examples, facts))):
+    for grouped, shapes in ((False, rows), (True, _groups(table, examples, facts, held))):
         for shaped in shapes:
             done = _finish_output(shaped, table, examples, facts, target_rows)
             if done is not None:
@@ -329,12 +340,18 @@ class _Shaped:
     columns: tuple[tuple[str, str], ...]
 
 
-def _matches(table: pd.DataFrame, name: str, examples: pd.DataFrame, facts: TargetFacts) -> list[str]:
-    """Columns of ``table`` whose values hold the example's values for target column ``name``:
-    the same name first, then by name similarity."""
+def _matches(
+    table: pd.DataFrame,
+    name: str,
+    examples: pd.DataFrame,
+    facts: TargetFacts,
+    among: Sequence[str] | None = None,
+) -> list[str]:
+    """Columns of ``table`` (or of ``among``) whose values hold the example's values for target
+    column ``name``: the same name first, then by name similarity."""
     wanted = examples[name]
     found = []
-    for column in table.columns:
+    for column in table.columns if among is None else among:
         if _holds_values(table[column], wanted, facts):
             found.append((str(column) != name, -name_similarity(str(column), name), str(column)))
     return [c for *_, c in sorted(found)]
@@ -348,7 +365,7 @@ def _holds_values(column: pd.Series, wanted: pd.Series, facts: TargetFacts) -> b
         return False
     if numeric:
         have = np.round(column.to_numpy(dtype=float), facts.decimals)
-        want = wanted.dropna().to_numpy(dtype=float)
+        want = np.round(wanted.dropna().to_numpy(dtype=float), facts.decimals)
         return bool(np.isin(want, have).all())
     have_text = set(column.dropna().astype(str))
     return all(str(v) in have_text for v in wanted.dropna())
@@ -421,25 +438,32 @@ def _row_shapes(options: list[list[tuple[str, Step | None]]], examples: pd.DataF
 
 
 def _groups(
-    table: pd.DataFrame, examples: pd.DataFrame, facts: Mapping[str, TargetFacts]
+    table: pd.DataFrame,
+    examples: pd.DataFrame,
+    facts: Mapping[str, TargetFacts],
+    held: Mapping[str, list[str]] | None = None,
 ) -> Iterator[_Shaped]:
-    """Grouped outputs: text (or whole-number) target columns as keys, the rest as aggregates."""
-    keys, measures = [], []
+    """Grouped outputs: text (or whole-number) target columns as keys, the rest as aggregates. A
+    target column shown under its own name with that column's values is always a key; a column
+    matched under another name may be a key or a measure."""
+    fixed, free = [], []
     for name in examples.columns:
         name = str(name)
         f = facts[name]
-        found = _matches(table, name, examples, f) if not f.numeric or f.decimals == 0 else []
+        among = None if held is None else held[name]
+        found = _matches(table, name, examples, f, among) if not f.numeric or f.decimals == 0 else []
         found = [c for c in found if not pd.api.types.is_float_dtype(table[c]) or not f.numeric]
-        if found and (not f.numeric or name in table.columns):
-            keys.append((name, found[0]))
-        else:
-            measures.append(name)
-    for size in range(len(keys), 0, -1):
-        for chosen in itertools.combinations(keys, size):
-            rest = [m for m in examples.columns if str(m) not in {k for k, _ in chosen}]
-            if not rest or len(rest) > 3:
+        if found and found[0] == name:
+            fixed.append((name, name))
+        elif found and not f.numeric:
+            free.append((name, found[0]))
+    for size in range(len(free), -1, -1):
+        for chosen in itertools.combinations(free, size):
+            keys = fixed + list(chosen)
+            rest = [m for m in examples.columns if str(m) not in {k for k, _ in keys}]
+            if not keys or not rest or len(rest) > 3:
                 continue
-            shaped = _aggregate(table, examples, facts, list(chosen), [str(m) for m in rest])
+            shaped = _aggregate(table, examples, facts, keys, [str(m) for m in rest])
             if shaped is not None:
                 yield shaped
 
@@ -452,13 +476,9 @@ def _aggregate(
     measures: list[str],
 ) -> _Shaped | None:
     by = [c for _, c in keys]
-    wanted_keys = (
-        examples[[k for k, _ in keys]].astype(object).where(examples[[k for k, _ in keys]].notna(), None)
-    )
-    if wanted_keys.duplicated().any():
+    groups = _Groups.of(table, by, examples[[k for k, _ in keys]])
+    if groups is None:
         return None
-    index = pd.MultiIndex.from_frame(table[by].astype(object)) if len(by) > 1 else pd.Index(table[by[0]])
-    lookup = [tuple(r) if len(by) > 1 else r[0] for r in wanted_keys.itertuples(index=False, name=None)]
     chosen: list[tuple[str, str, str | None]] = []
     derives: list[Step] = []
     work = table
@@ -466,9 +486,9 @@ def _aggregate(
         f = facts[measure]
         if not f.numeric:
             return None
-        found = _measure(work, index, lookup, examples[measure], f, by, measure)
+        found = _measure(work, groups, examples[measure], f, by, measure)
         if found is None:
-            extra = _derived_measure(work, index, lookup, examples[measure], f, by, measure)
+            extra = _derived_measure(work, groups, examples[measure], f, by, measure)
             if extra is None:
                 return None
             step, found = extra
@@ -485,8 +505,7 @@ def _aggregate(
 
 def _measure(
     table: pd.DataFrame,
-    index: pd.Index,
-    lookup: list[Any],
+    groups: _Groups,
     wanted: pd.Series,
     facts: TargetFacts,
     by: list[str],
@@ -505,34 +524,57 @@ def _measure(
         tried += [(fn, str(column)) for fn in fns if fn != "size"]
     want = wanted.to_numpy(dtype=float)
     for fn, column in tried:
-        values = _group_values(table, index, fn, column)
-        if values is None:
-            continue
-        if _reproduces(values, lookup, want, facts):
+        if groups.reproduce(table, fn, column, want, facts):
             return fn, column
     return None
 
 
-def _group_values(table: pd.DataFrame, index: pd.Index, fn: str, column: str | None) -> pd.Series | None:
-    if fn == "size":
-        return pd.Series(np.ones(len(table)), index=index).groupby(level=list(range(index.nlevels))).size()
-    series = pd.Series(table[column].to_numpy(), index=index)
-    try:
-        return series.groupby(level=list(range(index.nlevels)), dropna=False).agg(fn).astype(float)
-    except (TypeError, ValueError):
-        return None
+def _key_rows(frame: pd.DataFrame) -> list[tuple[Any, ...]]:
+    """Rows as tuples of plain values, a missing value as None (so keys compare across dtypes)."""
+    plain = frame.astype(object).where(frame.notna(), None)
+    return list(plain.itertuples(index=False, name=None))
 
 
-def _reproduces(values: pd.Series, lookup: list[Any], want: np.ndarray, facts: TargetFacts) -> bool:
-    """Per-group ``values`` at the examples' keys, rounded as the examples show them, equal ``want``."""
-    got = np.round(values.reindex(lookup).to_numpy(dtype=float), facts.decimals)
-    return bool(np.allclose(got, want, rtol=0, atol=0.5 * 10.0**-facts.decimals + 1e-9, equal_nan=True))
+@dataclass(frozen=True)
+class _Groups:
+    """A table's rows grouped by ``by``: each row's group code and the code of each example row's
+    key (every example's key is a group of the table)."""
+
+    codes: np.ndarray
+    at: np.ndarray
+
+    @classmethod
+    def of(cls, table: pd.DataFrame, by: list[str], wanted: pd.DataFrame) -> _Groups | None:
+        """None when two example rows share a key or one's key is not in ``table``."""
+        wanted_keys = _key_rows(wanted)
+        if len(set(wanted_keys)) < len(wanted_keys):
+            return None
+        codes = table.groupby(by, dropna=False, sort=False).ngroup().to_numpy()
+        first = dict(zip(_key_rows(table[by]), codes, strict=True))
+        at = [first.get(key) for key in wanted_keys]
+        if any(code is None for code in at):
+            return None
+        return cls(codes, np.asarray(at, dtype=int))
+
+    def reproduce(
+        self, table: pd.DataFrame, fn: str, column: str | None, want: np.ndarray, facts: TargetFacts
+    ) -> bool:
+        """Whether ``fn`` of ``column`` per group, at the examples' keys and rounded as they show
+        them, equals ``want``."""
+        if fn == "size":
+            values = np.bincount(self.codes).astype(float)
+        else:
+            try:
+                values = pd.Series(table[column].to_numpy()).groupby(self.codes).agg(fn).to_numpy(dtype=float)
+            except (TypeError, ValueError):
+                return False
+        got = np.round(values[self.at], facts.decimals)
+        return bool(np.allclose(got, want, rtol=0, atol=0.5 * 10.0**-facts.decimals + 1e-9, equal_nan=True))
 
 
 def _derived_measure(
     table: pd.DataFrame,
-    index: pd.Index,
-    lookup: list[Any],
+    groups: _Groups,
     wanted: pd.Series,
     facts: TargetFacts,
     by: list[str],
@@ -548,8 +590,7 @@ def _derived_measure(
             step = Step(Role.DERIVE, DeriveDuty(name=name, op=op, left=left, right=right))
             derived, _ = apply_node(step.role, step.duty, [table[[left, right]]], "small")
             for fn in ("sum", "mean", "max", "min"):
-                values = _group_values(derived, index, fn, name)
-                if _reproduces(values, lookup, want, facts):
+                if groups.reproduce(derived, fn, name, want, facts):
                     return step, (fn, name)
     return None
 
