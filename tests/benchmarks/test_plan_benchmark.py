@@ -1,0 +1,47 @@
+"""The plan benchmark's scoring: what counts as the wanted table, and one hand-made case of each
+corpus planned and scored as the benchmark does (the synthesiser alone, no Ray)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from types import ModuleType
+
+import pandas as pd
+import pytest
+from credit_helpers import load_benchmark, unload_benchmark
+
+from orchestrl.apps.orchestration.plan import Planner
+
+
+@pytest.fixture(scope="module")
+def bench() -> Iterator[ModuleType]:
+    module = load_benchmark("plan")
+    yield module
+    unload_benchmark(module)
+
+
+def test_exact_needs_the_columns_in_order_every_row_and_the_order_when_asked(bench: ModuleType) -> None:
+    wanted = pd.DataFrame({"region": ["north", "south", "east"], "total": [3.0, 1.5, 2.0]})
+    shuffled = wanted.iloc[[2, 0, 1]].reset_index(drop=True)
+    assert bench.exact(wanted.copy(), wanted, ordered=True)
+    assert bench.exact(shuffled, wanted, ordered=False)
+    assert not bench.exact(shuffled, wanted, ordered=True)
+    assert not bench.exact(wanted[["total", "region"]], wanted, ordered=False)
+    assert not bench.exact(wanted.head(2), wanted, ordered=False)
+    assert not bench.exact(wanted.assign(total=[3.0, 1.5, 2.5]), wanted, ordered=False)
+    assert not bench.exact(None, wanted, ordered=False)
+
+
+def test_one_case_per_corpus_is_planned_and_scored(bench: ModuleType) -> None:
+    planner = Planner()
+    try:
+        for name, corpus in bench.CORPORA.items():
+            folder = sorted(p for p in corpus.iterdir() if (p / "case.json").is_file())[0]
+            case = bench.load_case(folder)
+            plan = planner.plan(case["sources"], case["examples"], target_rows=case["target_rows"])
+            assert plan.match.ok, (name, folder.name, plan.notes)
+            assert bench.score(case, plan.spec_yaml), (name, folder.name)
+            wrong = {**case, "wanted": case["wanted"].iloc[1:]}
+            assert not bench.score(wrong, plan.spec_yaml)
+    finally:
+        planner.close()
