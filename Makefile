@@ -28,7 +28,7 @@ demo: install
 
 test: install
 	$(BIN)/lint-imports
-	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q --durations=30 $(PYTEST_ARGS)
 
 test-fast: install
 	$(BIN)/python -m pytest -q -m "not ray and not slow" $(PYTEST_ARGS)

@@ -957,7 +957,7 @@ SAVED = (
     Saved(
         "plan.json",
         "Planning on users' exports",
-        "python benchmarks/plan.py --tasks 10 > benchmarks/results/plan.json",
+        "python benchmarks/plan.py --tasks 10 --levels 1 2 > benchmarks/results/plan.json",
         "python benchmarks/plan.py --checkpoint <run id>   # and a trained team's own plans",
         plan_section,
     ),
