@@ -196,8 +196,8 @@ def synthesise(
             break
         _, cleaning, join_plan, tables, base = bases[i]
         if i not in options:
-            options[i] = _row_options(base, examples, facts)
             held[i] = {str(n): _matches(base, str(n), examples, facts[str(n)]) for n in examples.columns}
+            options[i] = _row_options(base, examples, facts, held[i])
         filter_plan = plans[i][k]
         tried += 1
         try:
@@ -394,16 +394,19 @@ def _derivations(table: pd.DataFrame, name: str, examples: pd.DataFrame, facts: 
 
 
 def _row_options(
-    table: pd.DataFrame, examples: pd.DataFrame, facts: Mapping[str, TargetFacts]
+    table: pd.DataFrame,
+    examples: pd.DataFrame,
+    facts: Mapping[str, TargetFacts],
+    held: Mapping[str, list[str]] | None = None,
 ) -> list[list[tuple[str, Step | None]]]:
     """For each target column, the columns of ``table`` (or derivations of two) that could be it in
-    a row output; an empty list where none could."""
+    a row output; an empty list where none could. ``held``: the columns already found to hold each
+    target column's values on ``table`` (:func:`_matches`), when known."""
     options: list[list[tuple[str, Step | None]]] = []
     for name in examples.columns:
         name = str(name)
-        found: list[tuple[str, Step | None]] = [
-            (c, None) for c in _matches(table, name, examples, facts[name])[:4]
-        ]
+        columns = held[name] if held is not None else _matches(table, name, examples, facts[name])
+        found: list[tuple[str, Step | None]] = [(c, None) for c in columns[:4]]
         if not found and facts[name].numeric:
             found = [(name, step) for step in _derivations(table, name, examples, facts[name])[:4]]
         options.append(found)
@@ -550,8 +553,8 @@ class _Groups:
         if len(set(wanted_keys)) < len(wanted_keys):
             return None
         codes = table.groupby(by, dropna=False, sort=False).ngroup().to_numpy()
-        first = dict(zip(_key_rows(table[by]), codes, strict=True))
-        at = [first.get(key) for key in wanted_keys]
+        code_of = dict(zip(_key_rows(table[by]), codes, strict=True))
+        at = [code_of.get(key) for key in wanted_keys]
         if any(code is None for code in at):
             return None
         return cls(codes, np.asarray(at, dtype=int))
