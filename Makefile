@@ -12,7 +12,7 @@ TORCH  ?= torch==2.13.0
 TORCH_INDEX ?=
 PYTEST_ARGS ?=
 
-.PHONY: install demo test test-fast lint bench mutants results ui clean
+.PHONY: install demo test test-fast lint bench mutants results ui peers clean
 
 install: $(VENV)/.installed
 
@@ -48,6 +48,15 @@ results: install
 
 ui: install
 	$(BIN)/orchestrl ui
+
+# BenchMARL, the peer that benchmarks/spread_wallclock.py trains beside mappo, in its own
+# environment (its torch and PettingZoo conflict with orchestrl's: benchmarks/peers/requirements.txt).
+peers: .venv-peers/.installed
+
+.venv-peers/.installed: benchmarks/peers/requirements.txt
+	$(PYTHON) -m venv .venv-peers
+	.venv-peers/bin/python -m pip install -q -r benchmarks/peers/requirements.txt
+	touch $@
 
 clean:
 	rm -rf runs .pytest_cache

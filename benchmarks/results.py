@@ -473,30 +473,61 @@ def neuromas_part() -> list[str]:
 SPREAD_LOG = "spread_wallclock.log"
 
 
+def load_text(runs: dict[int, dict[str, Any]]) -> str:
+    """The machine's 1-minute load average before the runs, as logged (older lines lack it)."""
+    loads = [r["load_avg_1_before"] for r in runs.values() if "load_avg_1_before" in r]
+    if len(loads) < len(runs):
+        return "shared with other jobs"
+    return f"1-minute load average before each run {min(loads):.1f}-{max(loads):.1f}"
+
+
 def spread_wallclock_part() -> list[str]:
     if not (LOGS / SPREAD_LOG).is_file():
         return []
     wallclock = sibling("spread_wallclock")
     runs, budget, sets = wallclock.read_runs([LOGS / SPREAD_LOG])
-    r = wallclock.report(runs, budget, {}, sets)
-    t = r["seconds_to_minus_60"]
-    reached = "never" if r["never_reached"] == r["seeds"] else f"{t['iqm']:.1f} s {ci(t['ci95'], 1)}"
-    per_seed = ", ".join(
-        "never" if v is None else f"{v:.1f} s" for v in r["per_seed_seconds_to_minus_60"].values()
-    )
-    rows = [
-        [
-            f"{mark} s",
-            f"{v['iqm']:.1f} {ci(v['ci95'], 1)}",
-        ]
-        for mark, v in r["return_at_seconds"].items()
-    ]
+    peer_runs = wallclock.read_peer_runs([LOGS / SPREAD_LOG])
+    r = wallclock.report(runs, budget, {}, sets, peer_runs or None)
+    sides = [r, r["peer"]] if peer_runs else [r]
+
+    def reached(side: dict[str, Any]) -> str:
+        t = side["seconds_to_minus_60"]
+        return "never" if side["never_reached"] == side["seeds"] else f"{t['iqm']:.1f} s {ci(t['ci95'], 1)}"
+
+    def per_seed(side: dict[str, Any]) -> str:
+        values = side["per_seed_seconds_to_minus_60"].values()
+        return ", ".join("never" if v is None else f"{v:.1f} s" for v in values)
+
+    def at(side: dict[str, Any], mark: str) -> str:
+        v = side["return_at_seconds"].get(mark)
+        return "-" if v is None else f"{v['iqm']:.1f} {ci(v['ci95'], 1)}"
+
+    rows = [[f"{mark} s", *(at(side, mark) for side in sides)] for mark in r["return_at_seconds"]]
     rows.append(
         [
             f"end of the budget ({budget:g} s)",
-            f"{r['final_return']['iqm']:.1f} {ci(r['final_return']['ci95'], 1)}",
+            *(f"{s['final_return']['iqm']:.1f} {ci(s['final_return']['ci95'], 1)}" for s in sides),
         ]
     )
+    rows.append([f"seconds to {wallclock.THRESHOLD:g}", *(reached(s) for s in sides)])
+    rows.append(["env steps/s of training", *(f"{s['env_steps_per_s']['iqm']:,.0f}" for s in sides)])
+    header = ["training time", "orchestrl mappo: greedy team return, IQM [95% CI]"]
+    if peer_runs:
+        p = r["peer"]["settings"]
+        header.append("BenchMARL mappo")
+        peer_text = [
+            f"Beside it, in the same log: **BenchMARL {p['algorithm']}** on PettingZoo's "
+            "`simple_spread_v3` (the same N, episode length and local_ratio, discrete actions, one "
+            f"torch thread), seeds {seed_range(r['peer']['seeds'])}, each for the same training "
+            f"wall time, timed the same way (`benchmarks/peers/benchmarl_spread.py`, run by "
+            "`spread_wallclock.py` under `make peers`' environment). Its settings are BenchMARL's "
+            f"published defaults ({p['frames_per_batch']:,} frames per batch, lr {p['lr']:g}, "
+            f"gamma {p['gamma']:g}), not tuned for this budget as orchestrl's were; a greedy "
+            "evaluation ends every one of its iterations. Seconds to "
+            f"{wallclock.THRESHOLD:g} per seed: {per_seed(r['peer'])}.",
+        ]
+    else:
+        peer_text = ["No BenchMARL runs in the log (`make peers` installs the peer)."]
     overrides = " ".join(f"--set {k}={v}" for k, v in sets.items())
     settings = f" with `{overrides}`" if overrides else ""
     first_seed = f"--first-seed {r['seeds'][0]} " if r["seeds"][0] else ""
@@ -506,17 +537,20 @@ def spread_wallclock_part() -> list[str]:
         f"`benchmarks/spread_wallclock.py`: `{r['settings']['config']}`{settings} (mappo on "
         "`simple_spread_batched`, N=3, 25-step episodes, every copy on the driver's env runner), "
         f"seeds {seed_range(r['seeds'])}, each trained for {budget:g} s of `train()` wall time, in one "
-        "process on a 2-core machine shared with other jobs. After every iteration the greedy policy "
+        f"process on a 2-core machine ({load_text(runs)}). After every iteration the greedy policy "
         f"plays {r['settings']['eval_episodes']} episodes (not counted as training time, nor are Ray's "
         "start-up and building the algorithm). Returns are team returns (summed over the 3 agents).",
         "",
-        f"- Training seconds until the greedy return first reaches {wallclock.THRESHOLD:g}: **{reached}** "
-        f"(IQM [95% CI]; a seed that never reaches it counts as the budget); per seed: {per_seed}.",
+        f"- Training seconds until the greedy return first reaches {wallclock.THRESHOLD:g}: "
+        f"**{reached(r)}** (IQM [95% CI]; a seed that never reaches it counts as the budget); per seed: "
+        f"{per_seed(r)}.",
         f"- Training throughput: {r['env_steps_per_s']['iqm']:,.0f} env steps/s "
         f"{ci(r['env_steps_per_s']['ci95'], 0)}; building the algorithm {r['build_s']['iqm']:.1f} s; "
         f"one greedy evaluation {r['eval_s_per_evaluation']:.2f} s.",
         "",
-        *table(["training time", "greedy team return, IQM [95% CI]"], rows),
+        *peer_text,
+        "",
+        *table(header, rows),
         "",
         *commands(
             "Produced by",

@@ -33,6 +33,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -55,6 +56,10 @@ QUICK_SEEDS, QUICK_BUDGET_S = 2, 20.0
 CHECKPOINTS_S = (10.0, 20.0, 30.0, 60.0)
 EVAL_EPISODES = 64
 RUN_LINE = "spread-wallclock-run"
+PEER_LINE = "spread-wallclock-peer"
+ROOT = Path(__file__).resolve().parent.parent
+PEER_SCRIPT = ROOT / "benchmarks" / "peers" / "benchmarl_spread.py"
+PEER_PYTHON = ROOT / ".venv-peers" / "bin" / "python"
 
 
 def one_run(seed: int, budget_s: float, run_dir: Path, sets: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -63,6 +68,7 @@ def one_run(seed: int, budget_s: float, run_dir: Path, sets: dict[str, Any] | No
     ``sets``: dotted config overrides (``--set``) applied before the seed and evaluation ones.
     """
     overrides = {**(sets or {}), "seed": seed, "run_dir": str(run_dir), "evaluation.episodes": EVAL_EPISODES}
+    load_before = os.getloadavg()[0]
     cfg = load_config(CONFIG, overrides)
     started = time.perf_counter()
     algo = build_algorithm(build_ppo_config(cfg), run_dir / f"seed_{seed}")
@@ -83,6 +89,7 @@ def one_run(seed: int, budget_s: float, run_dir: Path, sets: dict[str, Any] | No
     finally:
         algo.stop()
     return {
+        "load_avg_1_before": round(load_before, 2),
         "build_s": round(build_s, 3),
         "eval_s": round(eval_s, 3),
         "evaluations": len(curve),
@@ -106,9 +113,8 @@ def estimate(values: list[float]) -> dict[str, Any]:
     return {"iqm": round(agg.iqm.value, 3), "ci95": [round(agg.iqm.low, 3), round(agg.iqm.high, 3)]}
 
 
-def report(
-    runs: dict[int, dict[str, Any]], budget_s: float, meta: dict[str, Any], sets: dict[str, Any] | None = None
-) -> dict[str, Any]:
+def curve_stats(runs: dict[int, dict[str, Any]], budget_s: float) -> dict[str, Any]:
+    """Time to the threshold, returns at the fixed budgets and throughput of runs' curves."""
     times = {seed: seconds_to(run["curve"], THRESHOLD) for seed, run in runs.items()}
     out: dict[str, Any] = {
         "seconds_to_minus_60": estimate([budget_s if t is None else t for t in times.values()]),
@@ -130,11 +136,38 @@ def report(
     out["final_return"] = estimate([r["curve"][-1][2] for r in runs.values()])
     out["seeds"] = sorted(runs)
     out["budget_s"] = budget_s
+    return out
+
+
+def peer_stats(peer: dict[int, dict[str, Any]]) -> dict[str, Any]:
+    """``curve_stats`` of BenchMARL's runs, with their settings and every seed's curve."""
+    return {
+        **curve_stats(peer, max(r["budget_s"] for r in peer.values())),
+        "settings": next(iter(peer.values()))["settings"],
+        "curves": {str(s): r["curve"] for s, r in sorted(peer.items())},
+    }
+
+
+def report(
+    runs: dict[int, dict[str, Any]],
+    budget_s: float,
+    meta: dict[str, Any],
+    sets: dict[str, Any] | None = None,
+    peer: dict[int, dict[str, Any]] | str | None = None,
+) -> dict[str, Any]:
+    """The report; ``peer``: BenchMARL's runs by seed, or why there are none."""
+    out = curve_stats(runs, budget_s)
     out["settings"] = {
         "config": str(CONFIG.relative_to(CONFIG.parent.parent)),
         "eval_episodes": EVAL_EPISODES,
         "overrides": sets or {},
     }
+    if isinstance(peer, dict) and peer:
+        out["peer"] = peer_stats(peer)
+        mine = out["env_steps_per_s"]["iqm"]
+        out["env_steps_per_s_vs_peer"] = round(mine / max(out["peer"]["env_steps_per_s"]["iqm"], 1e-9), 2)
+    elif peer is not None:
+        out["peer"] = {"skipped": peer if isinstance(peer, str) else "no peer runs"}
     out["meta"] = meta
     return out
 
@@ -164,6 +197,48 @@ def read_runs(logs: list[Path]) -> tuple[dict[int, dict[str, Any]], float, dict[
     return dict(sorted(runs.items())), budget, sets or {}
 
 
+def read_peer_runs(logs: list[Path]) -> dict[int, dict[str, Any]]:
+    """BenchMARL's runs (by seed) in ``logs``: their ``PEER_LINE`` lines."""
+    runs: dict[int, dict[str, Any]] = {}
+    for log in logs:
+        for line in log.read_text().splitlines():
+            if line.startswith(PEER_LINE + " "):
+                run = json.loads(line[len(PEER_LINE) + 1 :])
+                runs[int(run["seed"])] = run
+    return dict(sorted(runs.items()))
+
+
+def peer_missing(python: Path) -> str | None:
+    """Why the peer cannot run with ``python`` (None: it can)."""
+    if not python.is_file():
+        return f"no BenchMARL environment: {python} does not exist (make peers creates it)"
+    probe = subprocess.run([str(python), "-c", "import benchmarl"], capture_output=True, text=True)
+    if probe.returncode != 0:
+        last = (probe.stderr.strip().splitlines() or ["import failed"])[-1]
+        return f"{python} cannot import benchmarl: {last}"
+    return None
+
+
+def run_peer(python: Path, seeds: list[int], budget_s: float, log: Path | None) -> dict[int, dict[str, Any]]:
+    """Runs BenchMARL's MAPPO (``benchmarks/peers/benchmarl_spread.py``) seed by seed; logs each line."""
+    runs: dict[int, dict[str, Any]] = {}
+    for seed in seeds:
+        cmd = [str(python), str(PEER_SCRIPT), "--seeds", str(seed), "--budget-s", str(budget_s)]
+        cmd += ["--eval-episodes", str(EVAL_EPISODES)]
+        done = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "OMP_NUM_THREADS": "1"})
+        if done.returncode != 0:
+            raise SystemExit(f"the BenchMARL peer failed on seed {seed}: {done.stderr.strip()[-2000:]}")
+        run = json.loads(done.stdout.strip().splitlines()[-1])
+        runs[seed] = run
+        line = f"{PEER_LINE} {json.dumps(run)}"
+        print(line, file=sys.stderr, flush=True)
+        if log is not None:
+            log.parent.mkdir(parents=True, exist_ok=True)
+            with log.open("a") as f:
+                f.write(line + "\n")
+    return runs
+
+
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
@@ -184,14 +259,32 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument(
         "--summarise", type=Path, nargs="+", default=None, help="report from logs, no training"
     )
+    parser.add_argument(
+        "--peer-python",
+        type=Path,
+        default=PEER_PYTHON,
+        help="a Python with BenchMARL (make peers); its MAPPO trains the same seeds for the same time",
+    )
+    parser.add_argument("--no-peer", action="store_true", help="skip the BenchMARL peer")
+    parser.add_argument("--peer-only", action="store_true", help="run only the BenchMARL peer")
     args = parser.parse_args(argv)
     if args.summarise:
         runs, budget, sets = read_runs(args.summarise)
-        result = report(runs, budget, {"summarised_from": [str(p) for p in args.summarise]}, sets)
+        peer = read_peer_runs(args.summarise) or "no BenchMARL runs in the logs"
+        result = report(runs, budget, {"summarised_from": [str(p) for p in args.summarise]}, sets, peer)
         print(json.dumps(result, indent=2))
         return result
     seeds = args.seeds or (QUICK_SEEDS if args.quick else SEEDS)
     budget = args.budget_s or (QUICK_BUDGET_S if args.quick else BUDGET_S)
+    seed_list = list(range(args.first_seed, args.first_seed + seeds))
+    peer_why = "--no-peer" if args.no_peer else peer_missing(args.peer_python)
+    if args.peer_only:
+        if peer_why:
+            raise SystemExit(f"--peer-only: {peer_why}")
+        peer_runs = run_peer(args.peer_python, seed_list, budget, args.log and args.log.resolve())
+        result = {"peer": peer_stats(peer_runs)}
+        print(json.dumps(result, indent=2))
+        return result
     run_dir = Path(tempfile.mkdtemp(prefix="orl-spread-"))
     quiet_environment(run_dir)
     silence_noise(verbose=False)
@@ -204,7 +297,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     started = time.perf_counter()
     with ray_session(cfg.resources, run_dir):
         ray_start_s = time.perf_counter() - started
-        for seed in range(args.first_seed, args.first_seed + seeds):
+        for seed in seed_list:
             runs[seed] = one_run(seed, budget, run_dir, sets)
             line = f"{RUN_LINE} {json.dumps([seed, budget, runs[seed], sets])}"
             print(line, file=sys.stderr, flush=True)
@@ -221,7 +314,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "cpus": os.cpu_count(),
         "omp_num_threads": os.environ.get("OMP_NUM_THREADS"),
     }
-    result = report(runs, budget, meta, sets)
+    peer = peer_why or run_peer(args.peer_python, seed_list, budget, args.log)
+    meta["wall_s"] = round(time.perf_counter() - started, 1)
+    result = report(runs, budget, meta, sets, peer)
     print(json.dumps(result, indent=2))
     return result
 
