@@ -26,7 +26,12 @@ def run(curve: list[list[float]]) -> dict:
 
 
 def peer(seed: int, curve: list[list[float]]) -> dict:
-    settings = {"algorithm": "mappo (BenchMARL defaults)", "frames_per_batch": 6000, "lr": 5e-5, "gamma": 0.99}
+    settings = {
+        "algorithm": "mappo (BenchMARL defaults)",
+        "frames_per_batch": 6000,
+        "lr": 5e-5,
+        "gamma": 0.99,
+    }
     return {"seed": seed, "budget_s": 60.0, **run(curve), "settings": settings}
 
 
