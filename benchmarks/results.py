@@ -573,10 +573,17 @@ def spread_wallclock_part() -> list[str]:
 # --- saved JSON outputs --------------------------------------------------------------------------
 
 
+IDLE_LOAD = 0.5
+"""A 1-minute load average below this before a run: nothing else was running."""
+
+
 def load_note(*loads: list[float] | float | None) -> str:
-    shown = [f"{v[0]:.1f}" if isinstance(v, list) else f"{v:.1f}" for v in loads if v is not None]
+    values = [v[0] if isinstance(v, list) else v for v in loads if v is not None]
+    shown = [f"{v:.1f}" for v in values]
+    idle = bool(values) and values[0] < IDLE_LOAD
     return (
-        "Recorded on the 2-core development machine while other jobs shared it"
+        "Recorded on the 2-core development machine "
+        + ("with nothing else running" if idle else "while other jobs shared it")
         + (f" (1-minute load average {' → '.join(shown)})" if shown else "")
         + ": absolute rates move with the load."
     )
