@@ -526,8 +526,9 @@ def _measure(
         fns = AGGREGATES if numeric else ("count", "nunique", "size")
         tried += [(fn, str(column)) for fn in fns if fn != "size"]
     want = wanted.to_numpy(dtype=float)
+    series = {str(c): table[c] for c in columns}
     for fn, column in tried:
-        if groups.reproduce(table, fn, column, want, facts):
+        if groups.reproduce(None if column is None else series[column], fn, want, facts):
             return fn, column
     return None
 
@@ -540,11 +541,11 @@ def _key_rows(frame: pd.DataFrame) -> list[tuple[Any, ...]]:
 
 @dataclass(frozen=True)
 class _Groups:
-    """A table's rows grouped by ``by``: each row's group code and the code of each example row's
-    key (every example's key is a group of the table)."""
+    """A table's rows grouped by ``by``, kept only for the example rows' keys: the row numbers of
+    each example key's group (every example's key is a group of the table). Only these groups'
+    values are ever compared, so only they are aggregated."""
 
-    codes: np.ndarray
-    at: np.ndarray
+    rows: tuple[np.ndarray, ...]
 
     @classmethod
     def of(cls, table: pd.DataFrame, by: list[str], wanted: pd.DataFrame) -> _Groups | None:
@@ -557,22 +558,37 @@ class _Groups:
         at = [code_of.get(key) for key in wanted_keys]
         if any(code is None for code in at):
             return None
-        return cls(codes, np.asarray(at, dtype=int))
+        return cls(tuple(np.flatnonzero(codes == code) for code in at))
 
-    def reproduce(
-        self, table: pd.DataFrame, fn: str, column: str | None, want: np.ndarray, facts: TargetFacts
-    ) -> bool:
-        """Whether ``fn`` of ``column`` per group, at the examples' keys and rounded as they show
-        them, equals ``want``."""
-        if fn == "size":
-            values = np.bincount(self.codes).astype(float)
+    def reproduce(self, column: pd.Series | None, fn: str, want: np.ndarray, facts: TargetFacts) -> bool:
+        """Whether ``fn`` of ``column`` per group (``None``: the group's size), at the examples'
+        keys and rounded as they show them, equals ``want``. Missing values are skipped, as
+        pandas' grouped aggregates skip them (a sum of none is 0; a mean, min or max of none is
+        missing)."""
+        if column is None or fn == "size":
+            values = [float(len(rows)) for rows in self.rows]
+        elif fn in ("count", "nunique"):
+            raw, missing = column.to_numpy(), column.isna().to_numpy()
+            kept = [raw[rows[~missing[rows]]] for rows in self.rows]
+            values = [float(len(v) if fn == "count" else len(pd.unique(v))) for v in kept]
         else:
             try:
-                values = pd.Series(table[column].to_numpy()).groupby(self.codes).agg(fn).to_numpy(dtype=float)
+                numbers = column.to_numpy(dtype=float, na_value=np.nan)
             except (TypeError, ValueError):
                 return False
-        got = np.round(values[self.at], facts.decimals)
+            kept = [v[~np.isnan(v)] for v in (numbers[rows] for rows in self.rows)]
+            values = [_reduce(v, fn) for v in kept]
+        got = np.round(np.asarray(values, dtype=float), facts.decimals)
         return bool(np.allclose(got, want, rtol=0, atol=0.5 * 10.0**-facts.decimals + 1e-9, equal_nan=True))
+
+
+def _reduce(values: np.ndarray, fn: str) -> float:
+    """``fn`` of a group's non-missing numbers, as pandas' grouped aggregate gives it."""
+    if fn == "sum":
+        return float(values.sum())
+    if not len(values):
+        return float("nan")
+    return float({"mean": np.mean, "max": np.max, "min": np.min}[fn](values))
 
 
 def _derived_measure(
@@ -583,19 +599,46 @@ def _derived_measure(
     by: list[str],
     name: str,
 ) -> tuple[Step, tuple[str, str | None]] | None:
-    """An aggregate of ``left op right`` (named after the measure) that reproduces ``wanted``."""
+    """An aggregate of ``left op right`` (named after the measure) that reproduces ``wanted``.
+
+    Each candidate is screened with NumPy arithmetic on the columns' numbers first; only one that
+    passes is computed by the node itself (``apply_node``) and checked again, so what is returned
+    is what the node computes."""
     numbers = [str(c) for c in table.columns if pd.api.types.is_numeric_dtype(table[c]) and str(c) not in by]
+    arrays = {
+        c: table[c].to_numpy(dtype=float, na_value=np.nan)
+        for c in numbers
+        if not pd.api.types.is_bool_dtype(table[c])  # the node's arithmetic on booleans is logical
+    }
     want = wanted.to_numpy(dtype=float)
+    fns = ("sum", "mean", "max", "min")
     for left, right in itertools.permutations(numbers, 2):
         for op in BINARY_OPS:
             if op in ("mul", "add") and left > right:
                 continue
+            if left in arrays and right in arrays:
+                screened = pd.Series(_arithmetic(arrays[left], arrays[right], op))
+                if not any(groups.reproduce(screened, fn, want, facts) for fn in fns):
+                    continue
             step = Step(Role.DERIVE, DeriveDuty(name=name, op=op, left=left, right=right))
             derived, _ = apply_node(step.role, step.duty, [table[[left, right]]], "small")
-            for fn in ("sum", "mean", "max", "min"):
-                if groups.reproduce(derived, fn, name, want, facts):
+            for fn in fns:
+                if groups.reproduce(derived[name], fn, want, facts):
                     return step, (fn, name)
     return None
+
+
+def _arithmetic(left: np.ndarray, right: np.ndarray, op: str) -> np.ndarray:
+    """``left op right`` as the derive node computes it on numbers (a ratio's infinities missing)."""
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        if op == "mul":
+            return left * right
+        if op == "add":
+            return left + right
+        if op == "sub":
+            return left - right
+        ratio = left / right
+    return np.where(np.isinf(ratio), np.nan, ratio)
 
 
 def _finish_output(
