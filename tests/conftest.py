@@ -49,10 +49,15 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     remove_stale_dirs()
 
 
+@pytest.hookimpl(tryfirst=True)  # before ``-m`` selects: ``make test`` runs ``-m ray`` and ``-m "not ray"``
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Unit tests first, then everything that starts Ray: the session's shared Ray is up only
-    after the last unit test, so unit tests can check that they never start one."""
-    items.sort(key=lambda item: bool(item.get_closest_marker("ray") or "ray_local" in item.fixturenames))
+    """Everything that uses the shared Ray is marked ``ray``; unit tests first, then those: the
+    session's shared Ray is up only after the last unit test, so unit tests can check that they
+    never start one."""
+    for item in items:
+        if "ray_local" in item.fixturenames and not item.get_closest_marker("ray"):
+            item.add_marker(pytest.mark.ray)
+    items.sort(key=lambda item: bool(item.get_closest_marker("ray")))
 
 
 @pytest.fixture(scope="session")

@@ -26,9 +26,10 @@ from orchestrl.envs.orchestration.tasks import generate_task
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples" / "plan"
 """The README's example: a held-out level-1 task's public inputs (orders, 16 without a channel;
 five rows of the orders with a channel, with revenue = qty x unit_price)."""
-TEAM_SOLVES = 0
-"""A held-out level-1 task the warm-started team's own spec solves (measured: it did on 8 of
-held-out seeds 0-11; the untrained team's on 1)."""
+TEAM_SOLVES = 9
+"""A held-out level-1 task the warm-started team's own spec solves and the synthesiser plans
+quickly (measured: the team's spec solved seeds 0, 4, 5, 6, 8, 9 and 10 of held-out seeds 0-11;
+the untrained team's none)."""
 
 
 def plan(checkpoint: Path, args: list[str], example: Path, out: Path, *extra: str) -> Any:

@@ -46,8 +46,9 @@ def test_plan_over_http_concurrently(ray_local: Path, plan_teams: dict[str, Path
     served = ServedTeam(policy, str(team.checkpoint), "orchestration", team.config.to_dict(), limits=limits)
     url = serve.start(served, host="127.0.0.1", port=port)
     try:
-        # Held-out level-1 tasks whose search is among the quickest (each is planned twice here).
-        tasks = [generate_task(1, "heldout", seed) for seed in (3, 9, 10, 11)]
+        # Held-out level-1 tasks (each is planned twice here): the team's own spec solves 4, 9 and
+        # 10; on 11 it fails and the synthesiser, quick on this one, steps in.
+        tasks = [generate_task(1, "heldout", seed) for seed in (4, 9, 10, 11)]
         bodies = [
             {
                 "sources": {n: f.to_csv(index=False) for n, f in t.sources.items()},
@@ -59,8 +60,9 @@ def test_plan_over_http_concurrently(ray_local: Path, plan_teams: dict[str, Path
             answers = list(pool.map(lambda b: call(f"{url}/plan", b), bodies))
         assert [status for status, _ in answers] == [200] * 4
         local = serve.TeamRouter(served)
+        assert [answer["by"] for _, answer in answers] == ["team", "team", "team", "solver"]
         for body, (_, answer) in zip(bodies, answers, strict=True):
-            assert answer["by"] in ("team", "solver") and answer["spec"]
+            assert answer["spec"]
             assert answer == local.handle("POST", "/plan", json.dumps(body).encode())[1] | {
                 "solver_seconds": answer["solver_seconds"]
             }
