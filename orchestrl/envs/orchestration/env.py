@@ -442,8 +442,8 @@ class OrchestrationEnv(ParallelEnv):
         key = (task.key.level, task.key.split, task.key.seed)
         scorer = self._scorers.get(key)
         if scorer is None:
-            # Nothing hidden runs here: the env's node cache, whose hits each agent observes
-            # (``Feedback.cached``), only ever holds what the agents and the solver ran.
+            # Nothing hidden runs here: the env's node cache only ever holds what the agents and
+            # the solver ran (and no agent observes its hits).
             assert task.target is not None
             scorer = Scorer(
                 TargetIndex(task.target),
@@ -530,7 +530,6 @@ class OrchestrationEnv(ParallelEnv):
             schema_match=schema_progress(list(run.columns), self._target_columns)
             if run.status == "ok"
             else 0.0,
-            cached=run.cached,
             is_output=agent == spec.output_id,
             action=own,
             **team,

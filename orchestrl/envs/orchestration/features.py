@@ -26,7 +26,9 @@ it. One fixed layout per level (``blocks`` lists it), identical for every agent:
   post stages the target's columns imply, and (cleaning duties) the prior the solver ranks it by
   (:meth:`.analysis.PublicView.prep_score`);
 - ``feedback`` (after the first round): the agent's own node (outcome kind, rows out / rows in,
-  its output's column overlap with the target's, cached, is the output, and its own last action);
+  its output's column overlap with the target's, is the output, and its own last action; not
+  whether it was cached: that depends on what ran before, so the same inputs would not give the
+  same observation);
   the team's output against the target: valid, column overlap, output rows / target rows, and for
   each example row whether the output holds it, once or more than once;
 - ``team_spec`` (after the first round): every agent's last action, one-hot per component: the
@@ -70,6 +72,8 @@ OPS = 6
 nonnull; aggregate: sum mean max min count size; dedup: one column, two, all; join: same name,
 other names, natural; top-k: descending, ascending)."""
 AGGREGATE_PREFIXES = ("sum_", "mean_", "max_", "min_", "count_")
+OWN_NODE = 4
+"""Feedback numbers on the agent's own node: log rows ratio, schema match, is the output, ran ok."""
 
 
 @dataclass(frozen=True)
@@ -79,7 +83,6 @@ class Feedback:
     kind: str  # one of FEEDBACK_KINDS (aliases folded)
     rows_ratio: float = 1.0  # own node: rows out / rows in
     schema_match: float = 0.0  # own node's columns against the target's (Jaccard)
-    cached: bool = False
     is_output: bool = False
     action: tuple[int, ...] | None = None  # the agent's own last action
     team_valid: bool = False
@@ -97,6 +100,7 @@ class ObservationBuilder:
         self.skeleton = tuple(skeleton)
         s, k = layout.sources, layout.duties
         self.candidate_width = 2 + (s + 1) + OPS + len(CANDIDATE_NUMBERS) + 1
+        own_action = 1 + len(ROLES) + k + int(layout.nvec[2])
         self.blocks: list[tuple[str, int]] = [
             ("slot", layout.agents + len(Family) + 3),
             ("round", 2),
@@ -104,10 +108,7 @@ class ObservationBuilder:
             ("target", 5),
             ("columns", TARGET_COLUMNS * (s + 4)),
             ("candidates", len(ROLES) * k * self.candidate_width),
-            (
-                "feedback",
-                len(FEEDBACK_KINDS) + 5 + 1 + len(ROLES) + k + int(layout.nvec[2]) + 4 + 2 * MAX_EXAMPLES + 1,
-            ),
+            ("feedback", len(FEEDBACK_KINDS) + OWN_NODE + own_action + 4 + 2 * MAX_EXAMPLES + 1),
             ("team_spec", layout.agents * int(layout.nvec.sum())),
         ]
         self.size = sum(n for _, n in self.blocks)
@@ -246,7 +247,7 @@ class ObservationBuilder:
         action = np.zeros(1 + len(ROLES) + k + int(self.layout.nvec[2]))
         found = np.zeros(2 * MAX_EXAMPLES)
         if fb is None:
-            return np.concatenate([kinds, np.zeros(5), action, np.zeros(4), found, [0.0]])
+            return np.concatenate([kinds, np.zeros(OWN_NODE), action, np.zeros(4), found, [0.0]])
         kinds[FEEDBACK_KINDS.index(_KIND_ALIASES.get(fb.kind, fb.kind))] = 1.0
         if fb.action is not None:
             role, duty, capacity = (int(v) for v in fb.action[:3])
@@ -260,7 +261,6 @@ class ObservationBuilder:
         own = [
             math.log(max(fb.rows_ratio, 1e-3)) / 3.0,
             fb.schema_match,
-            float(fb.cached),
             float(fb.is_output),
             float(fb.kind == "ok"),
         ]

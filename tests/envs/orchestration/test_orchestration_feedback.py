@@ -8,7 +8,7 @@ import pytest
 
 from orchestrl.envs.orchestration.actions import AUTO
 from orchestrl.envs.orchestration.env import OrchestrationEnv
-from orchestrl.envs.orchestration.features import FEEDBACK_KINDS
+from orchestrl.envs.orchestration.features import FEEDBACK_KINDS, OWN_NODE
 from orchestrl.envs.orchestration.spec import ROLES, Capacity, Role
 from orchestrl.envs.spaces import OBS_KEY
 
@@ -44,7 +44,7 @@ def test_feedback_says_which_example_rows_the_output_holds() -> None:
     feedback = obs["agent_0"][OBS_KEY][env.builder.offsets()["feedback"]]
     kinds = len(FEEDBACK_KINDS)
     layout = env.layout
-    start = kinds + 5 + 1 + len(ROLES) + layout.duties + int(layout.nvec[2])
+    start = kinds + OWN_NODE + 1 + len(ROLES) + layout.duties + int(layout.nvec[2])
     valid, schema, ratio, share = feedback[start : start + 4]
     held = feedback[start + 4 : start + 4 + 2 * n : 2]
     if env.last_score.success == 1.0:

@@ -1,5 +1,5 @@
-"""Honest observations: what an agent observes is a function of the task's public inputs (the
-source tables, the target's column names and its example rows) and of nothing hidden.
+"""Honest observations: what an agent observes is a function of the task's public inputs (the source
+tables, the target's column names and its example rows) and of nothing hidden.
 
 For every level, the observations are rebuilt three ways and must be identical arrays:
 - from a task rebuilt out of copies of the public inputs alone (candidates proposed anew);
@@ -9,11 +9,11 @@ For every level, the observations are rebuilt three ways and must be identical a
 And over whole episodes: the hidden pair (reference and target) is swapped for another pair that
 fits the same public inputs (another plan whose output holds every example row but differs on the
 hidden ones, with the target recomputed as its output). The same joint actions must then give the
-same observations in every round, feedback included (the row-count ratio, each node's ``cached``
-bit), on a fresh env and on a warm one whose node cache holds a first episode, and the same reward
-shaping ``r_process``. The row-count ratio is measured against a ``target_rows`` the caller gives,
-never against the hidden target's size.
-"""
+same observations in every round, feedback included (the row-count ratio), on a fresh env and on a
+warm one whose node cache holds a first episode, and the same reward shaping ``r_process``. The same
+episode played again on one env is observed identically: nothing depends on what ran before. The
+row-count ratio is measured against a ``target_rows`` the caller gives, never against the hidden
+target's size."""
 
 from __future__ import annotations
 
@@ -230,10 +230,25 @@ def test_another_hidden_pair_for_the_same_public_inputs_changes_no_observation_i
 
 @pytest.mark.parametrize("level", sorted(LEVELS))
 def test_a_warm_env_carries_nothing_hidden_from_one_episode_into_the_next(level: int) -> None:
-    """The second episode first writes the first pair's reference, which no agent ran before: its
-    nodes' ``cached`` bits must not depend on what the first episode scored against."""
+    """The second episode first writes the first pair's reference, which no agent ran before: what
+    its agents observe must not depend on what the first episode scored against."""
     left, right = played(level, [[0, 2], [1, 3]])
     assert_same_rounds(left, right)
+
+
+@pytest.mark.parametrize("level", [1, 3])
+def test_the_same_episode_again_on_one_env_is_observed_identically(level: int) -> None:
+    """A served team plans request after request on one env: an episode's observations (the node
+    cache warm from the first time or not) must be the same every time, or the same request would
+    get another plan."""
+    task, swapped = another_pair(level)
+    rounds = schedule(task, swapped)
+    env = OrchestrationEnv(level=level, rounds=3)
+    try:
+        first = play(env, task, rounds[:3])
+        assert_same_rounds(first, play(env, task, rounds[:3]))
+    finally:
+        env.close()
 
 
 def test_the_row_count_ratio_follows_only_a_target_rows_the_caller_gives() -> None:
