@@ -61,10 +61,12 @@ ui: install
 
 # BenchMARL, the peer that benchmarks/spread_wallclock.py trains beside mappo, in its own
 # environment (its torch and PettingZoo conflict with orchestrl's: benchmarks/peers/requirements.txt).
+# Torch first, as for install: TORCH_INDEX picks its CPU build on a machine without a GPU.
 peers: .venv-peers/.installed
 
 .venv-peers/.installed: benchmarks/peers/requirements.txt
 	$(PYTHON) -m venv .venv-peers
+	.venv-peers/bin/python -m pip install -q torch==2.14.1 $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX))
 	.venv-peers/bin/python -m pip install -q -r benchmarks/peers/requirements.txt
 	touch $@
 
