@@ -514,6 +514,7 @@ def spread_wallclock_part() -> list[str]:
     header = ["training time", "orchestrl mappo: greedy team return, IQM [95% CI]"]
     if peer_runs:
         p = r["peer"]["settings"]
+        ends = [run["curve"][-1][0] for run in peer_runs.values()]
         header.append("BenchMARL mappo")
         peer_text = [
             f"Beside it, in the same log: **BenchMARL {p['algorithm']}** on PettingZoo's "
@@ -523,7 +524,9 @@ def spread_wallclock_part() -> list[str]:
             "`spread_wallclock.py` under `make peers`' environment). Its settings are BenchMARL's "
             f"published defaults ({p['frames_per_batch']:,} frames per batch, lr {p['lr']:g}, "
             f"gamma {p['gamma']:g}), not tuned for this budget as orchestrl's were; a greedy "
-            "evaluation ends every one of its iterations. Seconds to "
+            "evaluation ends every one of its iterations, and a run stops at the first one past the "
+            f"budget (its last came after {min(ends):.0f}-{max(ends):.0f} s of training, so its "
+            "end-of-budget row had more training than mappo's). Seconds to "
             f"{wallclock.THRESHOLD:g} per seed: {per_seed(r['peer'])}.",
         ]
     else:

@@ -14,11 +14,17 @@ Printed: ONE JSON object:
   bound; ``never_reached`` lists them);
 - ``return_at_seconds``: the greedy return at fixed training-time budgets (the last evaluation
   within each), IQM and CI over seeds; ``env_steps_per_s``: training env steps per training second;
-- ``ray_start_s``, ``build_s`` (IQM over seeds), ``eval_s_per_evaluation``, ``settings``, ``meta``.
+- ``ray_start_s``, ``build_s`` (IQM over seeds), ``eval_s_per_evaluation``, ``settings``, ``meta``;
+- ``peer``: the same figures (and every seed's curve) for BenchMARL's MAPPO on PettingZoo's
+  simple_spread, trained after mappo on the same seeds for the same training time by
+  ``benchmarks/peers/benchmarl_spread.py`` under ``--peer-python`` (default ``.venv-peers``, which
+  ``make peers`` builds: BenchMARL's torch and PettingZoo conflict with orchestrl's); without that
+  environment, ``{"skipped": why}``; ``env_steps_per_s_vs_peer``: mappo's throughput over its.
 
-Each finished run is one line (``RUN_LINE``) on stderr and, with ``--log``, appended to that file;
-``--summarise LOG...`` rebuilds the report from such lines without training (several invocations
-can each run some seeds: ``--first-seed``, ``--seeds``).
+Each finished run is one line (``RUN_LINE``, ``PEER_LINE`` for BenchMARL's) on stderr and, with
+``--log``, appended to that file; ``--summarise LOG...`` rebuilds the report from such lines
+without training (several invocations can each run some seeds: ``--first-seed``, ``--seeds``;
+``--peer-only`` runs only BenchMARL's, ``--no-peer`` only mappo's).
 
 Run:
     python benchmarks/spread_wallclock.py --quick      # 2 seeds, 20 s of training each
