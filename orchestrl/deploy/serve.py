@@ -158,12 +158,10 @@ class TeamRouter:
             return Reply(*_error(503, "request", message), {"Retry-After": str(RETRY_AFTER_S)})
         deadline = time.monotonic() + self.limits.timeout_s
         try:
-            future = self._workers.submit(self._answer, path, endpoint, body, deadline)
+            return self._workers.submit(self._answer_in_slot, path, endpoint, body, deadline)
         except BaseException:
             self._slots.release()
             raise
-        future.add_done_callback(lambda _: self._slots.release())
-        return future
 
     def timed_out(self) -> Reply:
         """The 504 of a request whose work outlived ``timeout_s``."""
@@ -180,6 +178,14 @@ class TeamRouter:
     def close(self) -> None:
         """Stops the worker threads once their work ends."""
         self._workers.shutdown(wait=False, cancel_futures=True)
+
+    def _answer_in_slot(self, path: str, endpoint: Endpoint, body: bytes, deadline: float) -> Reply:
+        """:meth:`_answer`, freeing the request's slot before its reply is seen: a client that has
+        its answer finds the slot free (a done-callback would free it only after waking the caller)."""
+        try:
+            return self._answer(path, endpoint, body, deadline)
+        finally:
+            self._slots.release()
 
     def _answer(self, path: str, endpoint: Endpoint, body: bytes, deadline: float) -> Reply:
         lock = self._locks.get(path)  # an endpoint not marked concurrent answers one at a time
