@@ -26,19 +26,12 @@ $(VENV)/.installed: pyproject.toml
 demo: install
 	$(BIN)/orchestrl curriculum configs/curricula/lemon_demo.yaml
 
-# The two tiers run at once, one per core: the unit tests (no Ray) and the integration tests (one
-# shared local Ray, mostly waiting on servers and workers). The unit tier's report follows the
-# integration tier's; the target fails when either tier fails ("no tests" in a tier is fine).
+# Three tiers run at once (tools/test_tiers.py): the integration tests on one shared local Ray, the
+# tests that start their own multi-node clusters, and the unit tests (no Ray). The first streams,
+# the others' reports follow, then every failure once more; the target fails when any tier fails.
 test: install
 	$(BIN)/lint-imports
-	@unit_log=$$(mktemp); \
-	$(BIN)/python -m pytest -q -p no:cacheprovider -m "not ray" --durations=15 $(PYTEST_ARGS) > $$unit_log 2>&1 & unit=$$!; \
-	echo "unit tests (no Ray) running alongside; their report follows"; \
-	$(BIN)/python -m pytest -q -m ray --durations=30 $(PYTEST_ARGS); ray_rc=$$?; \
-	wait $$unit; unit_rc=$$?; \
-	echo "---------------- unit tests (no Ray) ----------------"; cat $$unit_log; rm -f $$unit_log; \
-	echo "integration tier exit $$ray_rc, unit tier exit $$unit_rc"; \
-	[ $$ray_rc -eq 0 -o $$ray_rc -eq 5 ] && [ $$unit_rc -eq 0 -o $$unit_rc -eq 5 ]
+	$(BIN)/python -m tools.test_tiers --tier "ray and not cluster" --tier cluster --tier "not ray" -- $(PYTEST_ARGS)
 
 test-fast: install
 	$(BIN)/python -m pytest -q -m "not ray and not slow" $(PYTEST_ARGS)

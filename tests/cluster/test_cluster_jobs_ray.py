@@ -28,7 +28,7 @@ from typer.testing import CliRunner
 from orchestrl.cluster import connection, errors, lifecycle
 from orchestrl.cluster.cli import SUBMIT_CONTEXT_SETTINGS, jobs_app, submit_command
 
-pytestmark = [pytest.mark.ray, pytest.mark.timeout(240)]
+pytestmark = [pytest.mark.ray, pytest.mark.cluster, pytest.mark.timeout(240)]
 
 ROOT = Path(__file__).resolve().parents[2]
 

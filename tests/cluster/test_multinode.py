@@ -47,7 +47,7 @@ from orchestrl.cluster import connection, lifecycle
 from orchestrl.tracking import names
 from orchestrl.tracking import store as tracking
 
-pytestmark = [pytest.mark.ray, pytest.mark.slow, pytest.mark.timeout(420)]
+pytestmark = [pytest.mark.ray, pytest.mark.cluster, pytest.mark.slow, pytest.mark.timeout(420)]
 
 ROOT = Path(__file__).resolve().parents[2]
 BATCH = 200
