@@ -193,6 +193,20 @@ def _rewrite(s: pd.Series, op: str, digits, fmt) -> pd.Series:
     return pd.Series([None if v is None else change(str(v)) for v in values], index=s.index, dtype=object)
 
 
+def binary(a: pd.Series, b: pd.Series, op: str) -> pd.Series:
+    """``a <op> b`` as a derive node computes it on two numeric columns (``BINARY_OPS``); a ratio's
+    infinities are missing."""
+    if op == "mul":
+        return a * b
+    if op == "add":
+        return a + b
+    if op == "sub":
+        return a - b
+    if op == "div":
+        return (a / b).replace([np.inf, -np.inf], np.nan)
+    raise ValueError(f"unknown derive op {op!r}")
+
+
 def op_derive(df: pd.DataFrame, name: str, op: str, left, right, capacity: str, digits=None, fmt=None):
     """Adds ``name = left <op> right``, or ``name = <op>(left)`` for a rewrite of one column
     (``number``, ``date``, ``trim``, ``lower``, ``upper``, ``title``, ``round``); base duty: the
@@ -206,17 +220,7 @@ def op_derive(df: pd.DataFrame, name: str, op: str, left, right, capacity: str, 
         out[name] = _rewrite(df[left], op, digits, fmt)
         return out, _work("derive", len(df), capacity, 1)
     out = _normalised(df, [left, right], capacity, numeric=True)
-    a, b = out[left], out[right]
-    if op == "mul":
-        value = a * b
-    elif op == "add":
-        value = a + b
-    elif op == "sub":
-        value = a - b
-    elif op == "div":
-        value = (a / b).replace([np.inf, -np.inf], np.nan)
-    else:
-        raise ValueError(f"unknown derive op {op!r}")
+    value = binary(out[left], out[right], op)
     out = out.copy(deep=False) if out is df else out
     out[name] = value.astype("float64")
     return out, _work("derive", len(df), capacity, 2)

@@ -77,6 +77,28 @@ def test_grouped_measures_skip_missing_values_as_pandas_does(measure: str) -> No
     )
 
 
+def test_a_per_group_mean_of_a_ratio_leaves_out_division_by_zero() -> None:
+    """The mean price per unit of each customer, where one line has no quantity (0): the ratio
+    there is missing, not infinite, in the search's screen and in the pipeline alike."""
+    orders = pd.DataFrame(
+        {
+            "customer": ["ann", "ann", "bob", "bob", "cy", "cy"],
+            "amount": [10.0, 6.0, 9.0, 5.0, 8.0, 3.0],
+            "qty": [2.0, 0.0, 3.0, 5.0, 4.0, 1.0],
+        }
+    )
+    unit = (orders.amount / orders.qty).replace([float("inf"), -float("inf")], float("nan"))
+    wanted = (
+        orders.assign(unit_price=unit)
+        .groupby("customer", as_index=False)
+        .agg(unit_price=("unit_price", "mean"))
+    )
+    found = synthesise({"orders": orders}, wanted)
+    assert found.spec is not None, found
+    output = run_spec({"orders": orders}, found.spec).output
+    assert same_table(output.reset_index(drop=True), wanted)
+
+
 def test_a_search_with_nothing_to_find_returns_no_program() -> None:
     sources = {"t": pd.DataFrame({"a": ["x", "y", "z"], "n": [1, 2, 3]})}
     examples = pd.DataFrame({"a": ["x"], "n": [99]})  # 99 is no column's value, sum, count...

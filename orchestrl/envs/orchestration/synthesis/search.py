@@ -41,6 +41,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from orchestrl.envs.orchestration.ops import binary
 from orchestrl.envs.orchestration.plans import apply_node
 from orchestrl.envs.orchestration.spec import (
     BINARY_OPS,
@@ -601,12 +602,12 @@ def _derived_measure(
 ) -> tuple[Step, tuple[str, str | None]] | None:
     """An aggregate of ``left op right`` (named after the measure) that reproduces ``wanted``.
 
-    Each candidate is screened with NumPy arithmetic on the columns' numbers first; only one that
-    passes is computed by the node itself (``apply_node``) and checked again, so what is returned
-    is what the node computes."""
+    Each candidate is screened first on the columns' plain numbers (index and dtype dropped, the
+    node's arithmetic, :func:`.ops.binary`); only one that passes is computed by the node itself
+    (``apply_node``) and checked again, so what is returned is what the node computes."""
     numbers = [str(c) for c in table.columns if pd.api.types.is_numeric_dtype(table[c]) and str(c) not in by]
-    arrays = {
-        c: table[c].to_numpy(dtype=float, na_value=np.nan)
+    plain = {
+        c: pd.Series(table[c].to_numpy(dtype=float, na_value=np.nan))
         for c in numbers
         if not pd.api.types.is_bool_dtype(table[c])  # the node's arithmetic on booleans is logical
     }
@@ -616,8 +617,8 @@ def _derived_measure(
         for op in BINARY_OPS:
             if op in ("mul", "add") and left > right:
                 continue
-            if left in arrays and right in arrays:
-                screened = pd.Series(_arithmetic(arrays[left], arrays[right], op))
+            if left in plain and right in plain:
+                screened = binary(plain[left], plain[right], op)
                 if not any(groups.reproduce(screened, fn, want, facts) for fn in fns):
                     continue
             step = Step(Role.DERIVE, DeriveDuty(name=name, op=op, left=left, right=right))
@@ -626,19 +627,6 @@ def _derived_measure(
                 if groups.reproduce(derived[name], fn, want, facts):
                     return step, (fn, name)
     return None
-
-
-def _arithmetic(left: np.ndarray, right: np.ndarray, op: str) -> np.ndarray:
-    """``left op right`` as the derive node computes it on numbers (a ratio's infinities missing)."""
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        if op == "mul":
-            return left * right
-        if op == "add":
-            return left + right
-        if op == "sub":
-            return left - right
-        ratio = left / right
-    return np.where(np.isinf(ratio), np.nan, ratio)
 
 
 def _finish_output(
