@@ -56,17 +56,16 @@ def main(argv: list[str] | None = None) -> int:
                 )
         names = ", ".join(repr(t) for t in args.tier)
         print(f"tiers running at once: {names}; streaming {first!r}", flush=True)
-        with logs[first].open("w") as log:
+        with logs[first].open("wb") as log:
             streamed = subprocess.Popen(
-                pytest_command(first, args.pytest_args),
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                text=True,
+                pytest_command(first, args.pytest_args), stdout=subprocess.PIPE, stderr=subprocess.STDOUT
             )
             assert streamed.stdout is not None
-            for line in streamed.stdout:
-                sys.stdout.write(line)
-                log.write(line)
+            # By chunk, not by line: pytest's progress dots come without a newline.
+            for chunk in iter(lambda: streamed.stdout.read1(65536), b""):
+                sys.stdout.buffer.write(chunk)
+                sys.stdout.flush()
+                log.write(chunk)
             codes = {first: streamed.wait()}
         for tier, proc in others.items():
             codes[tier] = proc.wait()
