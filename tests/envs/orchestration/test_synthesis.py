@@ -259,3 +259,65 @@ def test_a_text_column_no_source_holds_is_unproducible() -> None:
     sources = {"t": pd.DataFrame({"city": ["Leeds", "York"], "n": [1, 2]})}
     examples = pd.DataFrame({"City": ["leeds "], "country": ["UK"], "total": [3]})
     assert unproducible(sources, examples) == ["country"]
+
+
+def shipments() -> pd.DataFrame:
+    """Shipments per service and state: within the groups the examples show every customer ships
+    once; elsewhere some ship twice."""
+    rows = [
+        ("air", "CA", "ann", 120.0),
+        ("air", "CA", "bob", 80.0),
+        ("air", "NY", "cy", 95.0),
+        ("ground", "CA", "dee", 40.0),
+        ("ground", "CA", "eve", 55.0),
+        ("ground", "CA", "fay", 30.0),
+        ("ground", "NY", "gus", 60.0),
+        ("sea", "CA", "hal", 20.0),
+        ("sea", "CA", "hal", 25.0),
+        ("sea", "NY", "ida", 35.0),
+        ("sea", "NY", "ida", 15.0),
+        ("sea", "NY", "jo", 10.0),
+    ]
+    return pd.DataFrame(rows, columns=["service", "state", "customer", "cost"])
+
+
+@pytest.mark.parametrize(
+    ("measure", "fn", "column"),
+    [
+        ("max_cost", "max", "cost"),
+        ("Lowest Cost", "min", "cost"),
+        ("unique_customers", "nunique", "customer"),
+    ],
+)
+def test_a_measure_s_name_says_its_function(measure: str, fn: str, column: str) -> None:
+    """A per-group max is also a value of some row, and a distinct count equals the row count where
+    no customer repeats: the example rows fit a plain selection or the wrong function, and only
+    the target's name ("max", "lowest", "unique") says what the whole table holds."""
+    frame = shipments()
+    wanted = frame.groupby(["service", "state"], as_index=False).agg(**{measure: (column, fn)})
+    examples = wanted.iloc[:4]  # air and ground: no customer ships twice there
+    found = synthesise({"shipments": frame}, examples)
+    assert found.spec is not None, found
+    output = run_spec({"shipments": frame}, found.spec).output
+    assert TargetIndex(wanted).compare(output).exact
+
+
+def test_a_set_of_values_the_examples_happen_to_show_is_not_taken_for_a_filter() -> None:
+    """Orders with repeated rows; the wanted table is every order once. Five example rows show 4 of
+    the 10 products, as five rows often do: a filter keeping those 4 also holds them, and keeps a
+    smaller table, but it is one of 210 such sets and nothing else asks for it."""
+    products = [f"p{i}" for i in range(10)]
+    orders = pd.DataFrame(
+        {
+            "order_id": range(1, 41),
+            "product": [products[i % 10] for i in range(40)],
+            "qty": [1 + (i * 7) % 5 for i in range(40)],
+        }
+    )
+    dirty = pd.concat([orders, orders.iloc[[3, 8, 15, 22, 31, 36]]], ignore_index=True)
+    examples = orders.iloc[[0, 10, 1, 21, 2]].reset_index(drop=True)  # products p0, p1, p2
+    examples = pd.concat([examples, orders.iloc[[13]]], ignore_index=True)  # and p3
+    found = synthesise({"orders": dirty}, examples)
+    assert found.spec is not None, found
+    output = run_spec({"orders": dirty}, found.spec).output
+    assert TargetIndex(orders).compare(output).exact

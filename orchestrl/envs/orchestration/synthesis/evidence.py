@@ -175,6 +175,41 @@ def name_similarity(a: str, b: str) -> float:
     return len(ta & tb) / len(ta | tb)
 
 
+AGGREGATE_WORDS = {
+    "count": "count",
+    "cnt": "count",
+    "sum": "sum",
+    "total": "sum",
+    "avg": "mean",
+    "average": "mean",
+    "mean": "mean",
+    "max": "max",
+    "maximum": "max",
+    "highest": "max",
+    "min": "min",
+    "minimum": "min",
+    "lowest": "min",
+    "distinct": "nunique",
+    "unique": "nunique",
+    "nunique": "nunique",
+}
+"""English words a column name uses for a per-group function (pandas' names on the right)."""
+ROW_LEVEL_TOO = frozenset({"total"})
+"""Words also common in row-level names (``line_total = qty * price``)."""
+
+
+def aggregates_named(name: str) -> frozenset[str]:
+    """The per-group functions a column's name says (``'max_cost'`` -> {max}; ``'Order Count'`` ->
+    {count, size}: a count of rows or of a column's filled values)."""
+    fns = {AGGREGATE_WORDS[t] for t in name_tokens(name) if t in AGGREGATE_WORDS}
+    return frozenset(fns | ({"size"} if "count" in fns else set()))
+
+
+def says_aggregate(name: str) -> bool:
+    """Whether a column's name can only be a per-group value (``avg_price``, not ``line_total``)."""
+    return any(t in AGGREGATE_WORDS and t not in ROW_LEVEL_TOO for t in name_tokens(name))
+
+
 def unproducible(sources: dict[str, pd.DataFrame], examples: pd.DataFrame) -> list[str]:
     """Target columns no pipeline can produce: text columns (not ISO dates) whose example values,
     spaces and case aside, occur in no source column (numbers can be computed, text cannot)."""

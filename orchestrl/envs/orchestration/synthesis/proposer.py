@@ -221,6 +221,8 @@ def filters(frame: pd.DataFrame, examples: pd.DataFrame) -> list[Option]:
                 for group, shown in _value_sets(counts, examples.get(name)):
                     option = _filter(name, "in", group, "shown" if shown else "in")
                     longer = math.log(0.5) * (len(group) - 2)  # each value listed is one more choice
+                    if shown and len(group) > 2:  # read off the examples: one of many such sets
+                        longer -= math.log(math.comb(f.distinct, len(group)))
                     out.append(Option(option.log_prior + longer, option.steps, option.label))
         elif f.kind == "number" and f.distinct >= 2:
             for value, roundness in _thresholds(column.dropna().to_numpy(dtype=float)):

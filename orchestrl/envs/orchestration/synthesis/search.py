@@ -7,9 +7,11 @@ prior; the rest is deduced from the example rows on each resulting table (:func:
 - **rows** (the output is rows of the table): each target column is a column of the table (same
   name up to spelling, or the one whose values hold the example's), or ``left <op> right`` of two
   number columns that reproduces the example's values, named after the target column;
-- **groups** (otherwise): the target's text columns are the group keys, and each other column is
-  the one aggregate (sum, mean, row count, count, distinct count, max, min, of a column or of a
-  product/sum/difference/ratio of two) that reproduces every example row's value;
+- **groups** (otherwise, or first when a target column's name can only be a per-group value, such
+  as ``max_cost``): the target's text columns are the group keys, and each other column is the
+  one aggregate (sum, mean, row count, count, distinct count, max, min, of a column or of a
+  product/sum/difference/ratio of two) that reproduces every example row's value, those its name
+  says (``avg``, ``total``, ``unique``...) tried first;
 - then **order** (a sort, and top-k, when the example rows are the head of the output sorted by
   one of its columns; ``k`` is ``target_rows`` when given, else the number of example rows when
   they are fewer than :data:`EXAMPLE_ROWS`), **rounding** (where the example rows show fewer
@@ -22,7 +24,8 @@ the prior of the steps plus the log-likelihood of the example rows. A user is as
 rows of the wanted table but may give any few: with probability :data:`HEAD` the examples are the
 output's first ``n`` rows in order, otherwise ``n`` of its ``N`` rows drawn at random
 (``1 / C(N, n)``). So a filter (or sort) that makes the examples the head of the output, or leaves
-few rows besides them, is believed as far as the evidence outweighs its prior.
+few rows besides them, is believed as far as the evidence outweighs its prior. A filter keeping
+the values the example rows show pays for being one of the column's many sets of that size.
 
 Every step is a node of the orchestration spec (:mod:`..spec`), run by the same :mod:`..ops`
 code as the sandbox (in this process while searching, reading only the public inputs).
@@ -55,8 +58,10 @@ from orchestrl.envs.orchestration.spec import (
 )
 from orchestrl.envs.orchestration.synthesis.evidence import (
     TargetFacts,
+    aggregates_named,
     column_facts,
     name_similarity,
+    says_aggregate,
     target_facts,
 )
 from orchestrl.envs.orchestration.synthesis.proposer import (
@@ -317,7 +322,10 @@ def finish(
             for name, found in zip(examples.columns, row_options, strict=False)
         ]
     rows = _row_shapes(row_options, examples) if all(row_options) else iter(())
-    for grouped, shapes in ((False, rows), (True, _groups(table, examples, facts, held))):
+    order = ((False, rows), (True, _groups(table, examples, facts, held)))
+    if any(says_aggregate(str(c)) and str(c) not in table.columns for c in examples.columns):
+        order = order[::-1]  # a name like max_cost says the output is grouped
+    for grouped, shapes in order:
         for shaped in shapes:
             done = _finish_output(shaped, table, examples, facts, target_rows)
             if done is not None:
@@ -515,7 +523,8 @@ def _measure(
     by: list[str],
     name: str,
 ) -> tuple[str, str | None] | None:
-    """The first ``(fn, column)`` whose per-group values reproduce ``wanted`` on the examples' keys."""
+    """The first ``(fn, column)`` whose per-group values reproduce ``wanted`` on the examples' keys:
+    the functions the measure's name says first, then columns by name similarity."""
     columns = sorted(
         (c for c in table.columns if str(c) not in by), key=lambda c: -name_similarity(str(c), name)
     )
@@ -526,6 +535,8 @@ def _measure(
         )
         fns = AGGREGATES if numeric else ("count", "nunique", "size")
         tried += [(fn, str(column)) for fn in fns if fn != "size"]
+    named = aggregates_named(name)
+    tried.sort(key=lambda pair: pair[0] not in named)  # stable: what the name says first
     want = wanted.to_numpy(dtype=float)
     series = {str(c): table[c] for c in columns}
     for fn, column in tried:
