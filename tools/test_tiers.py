@@ -77,8 +77,7 @@ def main(argv: list[str] | None = None) -> int:
             print(line)
         for tier, lines in reports.items():
             print(f"tier {tier!r}: {lines[-1]} (exit {codes[tier]})")
-    failed = [tier for tier, code in codes.items() if code not in (0, NO_TESTS)]
-    return 1 if failed else 0
+    return 1 if any(code not in (0, NO_TESTS) for code in codes.values()) else 0
 
 
 if __name__ == "__main__":

@@ -241,7 +241,7 @@ class TestStaticCluster:
     ) -> None:
         # Stopped by time, not by iterations: however fast this machine is, training is still
         # running when the faults land, and keeps running for a while after the last one. The
-        # faults land after 10-60 s of training (the most when the other test tiers load the machine).
+        # budget leaves room for the faults to land late when the other test tiers load the machine.
         run_dir = tmp_path / "runs"
         experiment = tiny_experiment("mn_faults", run_dir, iterations=100_000)
         experiment["stop"]["time_s"] = 90

@@ -67,6 +67,10 @@ class TargetFacts:
     iso_dates: bool
     case: Case | None
     """The one letter case every example value is written in, if any."""
+    aggregates: frozenset[str]
+    """The per-group functions the column's name says (:func:`aggregates_named`)."""
+    per_group: bool
+    """The column's name can only be a per-group value (:func:`says_aggregate`)."""
 
 
 def case_of(value: str) -> Case | None:
@@ -148,6 +152,8 @@ def target_facts(examples: pd.DataFrame) -> dict[str, TargetFacts]:
             decimals=decimals_shown(series) if numeric else 0,
             iso_dates=bool(text) and not numeric and all(ISO_DATE.match(v) for v in text),
             case=cases.pop() if len(cases) == 1 else None,
+            aggregates=aggregates_named(str(name)),
+            per_group=says_aggregate(str(name)),
         )
     return out
 

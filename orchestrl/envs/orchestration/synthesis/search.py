@@ -58,10 +58,8 @@ from orchestrl.envs.orchestration.spec import (
 )
 from orchestrl.envs.orchestration.synthesis.evidence import (
     TargetFacts,
-    aggregates_named,
     column_facts,
     name_similarity,
-    says_aggregate,
     target_facts,
 )
 from orchestrl.envs.orchestration.synthesis.proposer import (
@@ -323,7 +321,7 @@ def finish(
         ]
     rows = _row_shapes(row_options, examples) if all(row_options) else iter(())
     order = ((False, rows), (True, _groups(table, examples, facts, held)))
-    if any(says_aggregate(str(c)) and str(c) not in table.columns for c in examples.columns):
+    if any(facts[str(c)].per_group and str(c) not in table.columns for c in examples.columns):
         order = order[::-1]  # a name like max_cost says the output is grouped
     for grouped, shapes in order:
         for shaped in shapes:
@@ -535,8 +533,7 @@ def _measure(
         )
         fns = AGGREGATES if numeric else ("count", "nunique", "size")
         tried += [(fn, str(column)) for fn in fns if fn != "size"]
-    named = aggregates_named(name)
-    tried.sort(key=lambda pair: pair[0] not in named)  # stable: what the name says first
+    tried.sort(key=lambda pair: pair[0] not in facts.aggregates)  # stable: what the name says first
     want = wanted.to_numpy(dtype=float)
     series = {str(c): table[c] for c in columns}
     for fn, column in tried:
