@@ -9,6 +9,9 @@ Per level, on held-out tasks:
   solver.py``: a search over the public inputs, each plan checked against the example rows in the
   sandbox), scored against the whole hidden target; seconds are wall time per task, sandbox
   executions included (``solver_executions_per_task``);
+- ``solver_success_at_k``: ``solver_k``, the same search stopped after ``k`` executions (its
+  answer: the first plan that held every example row, else the one that held the most), for each
+  ``k`` of :data:`AT_K`: the baseline a team gets at the same number of scored executions;
 - ``multi_plan_share``: the share of tasks where a search (the solver's enumeration plus stage
   moves, in-process, at most ``--plan-limit`` plans) finds two or more distinct plans that produce
   the target (``mean_successful_plans``: how many on average);
@@ -48,6 +51,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 FULL = {"train_tasks": 2000, "heldout_tasks": 200, "random_teams": 20, "plan_limit": 150}
+AT_K = (1, 2, 3, 5, 10, 50)
+"""Execution budgets of ``solver_success_at_k``."""
 QUICK = {"train_tasks": 60, "heldout_tasks": 12, "random_teams": 10, "plan_limit": 40}
 
 
@@ -57,7 +62,7 @@ def level_figures(
     """Every figure of one level (runs in a worker process)."""
     from orchestrl.envs.orchestration.env import OrchestrationEnv
     from orchestrl.envs.orchestration.sandbox.pool import close_shared_pool
-    from orchestrl.envs.orchestration.solver import successful_plans
+    from orchestrl.envs.orchestration.solver import answer_at, successful_plans
     from orchestrl.envs.orchestration.spec import SpecError, parse_spec
     from orchestrl.envs.spaces import OBS_KEY
 
@@ -65,6 +70,7 @@ def level_figures(
     rng = np.random.default_rng(level)
     heldout = OrchestrationEnv(level=level, rounds=1, split="heldout")
     solved, seconds, executions, lucky, plans = [], [], [], [], []
+    at_k: dict[int, list[float]] = {k: [] for k in AT_K}
     test_x, test_y = [], []
     for seed in range(heldout_tasks):
         obs, _ = heldout.reset(seed=seed)
@@ -73,6 +79,16 @@ def level_figures(
         seconds.append(solution.seconds)
         executions.append(solution.executions)
         solved.append(heldout.evaluate(solution.spec).success if solution.spec is not None else 0.0)
+        trace = heldout.search_trace(max(AT_K))
+        scores: dict[int, float] = {}  # id of an attempt -> its success (evaluated once)
+        for k in AT_K:
+            answer = answer_at(trace, k)
+            if answer is None:
+                at_k[k].append(0.0)
+                continue
+            if id(answer) not in scores:
+                scores[id(answer)] = heldout.evaluate(answer.spec).success
+            at_k[k].append(scores[id(answer)])
         actions = heldout.expert_actions()
         for agent in heldout.agents:
             test_x.append(obs[agent][OBS_KEY])
@@ -103,6 +119,7 @@ def level_figures(
         "solver_success": float(np.mean(solved)),
         "solver_seconds_per_task": float(np.mean(seconds)),
         "solver_executions_per_task": float(np.mean(executions)),
+        "solver_success_at_k": {str(k): float(np.mean(v)) for k, v in at_k.items()},
         "multi_plan_share": float(np.mean([p >= 2 for p in plans])),
         "mean_successful_plans": float(np.mean(plans)),
         **probe,

@@ -854,6 +854,7 @@ def serve_faults_section(d: dict[str, Any]) -> list[str]:
 
 
 def orchestration_env_section(d: dict[str, Any]) -> list[str]:
+    ks = " / ".join(next(iter(d["levels"].values())).get("solver_success_at_k", {})) or "k"
     rows = []
     for level, v in d["levels"].items():
         rows.append(
@@ -861,6 +862,7 @@ def orchestration_env_section(d: dict[str, Any]) -> list[str]:
                 f"{level} ({AGENTS[int(level)]})",
                 f"{v['random_team_success']:.3f}",
                 f"{v['solver_success']:.2f}",
+                " / ".join(f"{x:.2f}" for x in v.get("solver_success_at_k", {}).values()) or "not measured",
                 f"{1000 * v['solver_seconds_per_task']:.0f} ms, "
                 f"{v['solver_executions_per_task']:.1f} sandbox runs",
                 f"{v['multi_plan_share']:.2f} ({v['mean_successful_plans']:.1f})",
@@ -878,12 +880,17 @@ def orchestration_env_section(d: dict[str, Any]) -> list[str]:
                 "level (agents)",
                 "random team success",
                 "solver success",
+                f"solver_k success, k = {ks} executions",
                 "solver time per task",
                 "tasks with ≥ 2 successful plans (mean plans)",
                 "linear probe accuracy",
             ],
             rows,
         ),
+        "",
+        "`solver_k` is the same search stopped after k sandbox executions (the first plan that held "
+        "every example row, else the one that held the most): the baseline for a team allowed k "
+        "scored executions.",
         "",
         "The linear probe maps one agent's first-round observation to the solver's action for that "
         "agent (all components right). It is high where the observation's description of each "

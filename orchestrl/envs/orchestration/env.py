@@ -56,7 +56,7 @@ from orchestrl.envs.orchestration.sandbox.pool import (
     check_isolation,
     release_shared_pool,
 )
-from orchestrl.envs.orchestration.solver import Solution, solve, solver_actions, spec_actions
+from orchestrl.envs.orchestration.solver import Attempt, Solution, search, solve, solver_actions, spec_actions
 from orchestrl.envs.orchestration.spec import OrchestrationSpec, SpecError, parse_spec
 from orchestrl.envs.orchestration.tables import TargetIndex, row_hashes
 from orchestrl.envs.orchestration.tasks import HELDOUT_OFFSET, LEVELS, TASK_CACHE, Task, generate_task
@@ -331,6 +331,10 @@ class OrchestrationEnv(ParallelEnv):
                 self._solutions.pop(next(iter(self._solutions)))
             self._solutions[key] = found
         return found
+
+    def search_trace(self, executions: int) -> list[Attempt]:
+        """The solver's :func:`.solver.search` on the current task, at most ``executions`` runs."""
+        return search(self.task, self._execution(), executions)
 
     def episode_record(self) -> EpisodeRecord:
         if self._record is None:

@@ -75,33 +75,67 @@ def public_only(task: Any) -> Any:
     return dataclasses.replace(task, reference=None, target=None, reference_work=0.0)
 
 
-def solve(task: Any, executor: Any, budget: int | None = None, deadline: float | None = None) -> Solution:
-    """The solver's plan for ``task`` (its hidden part is removed first), executions run through
-    ``executor`` (a :class:`.executor.Executor` on the sandbox pool). It stops after ``budget``
-    executions, or once ``time.monotonic()`` passes ``deadline`` (a served request's time limit),
-    with the best plan found so far."""
-    started = time.perf_counter()
+@dataclass(frozen=True)
+class Attempt:
+    """One sandbox execution of the search: the plan, its spec, and the share of example rows its
+    output held (0 for a failed run)."""
+
+    slots: dict[int, Stage]
+    spec: OrchestrationSpec
+    held: float
+
+
+def attempts(task: Any, executor: Any) -> Iterator[Attempt]:
+    """The search's executions in its order (best prior first), each run through ``executor``;
+    the hidden part of ``task`` is removed first. The caller decides when to stop."""
     task = public_only(task)
     public = task.public
-    level = public.level
-    budget = budget or BUDGET[level.number]
     view = public.view
-    best: tuple[float, dict[int, Stage], OrchestrationSpec | None] = (-1.0, {}, None)
-    executions = 0
-    for slots in _ranked_plans(view, level):
+    for slots in _ranked_plans(view, public.level):
         spec = _spec(slots, public, task.key.ref(), view)
         if spec is None:
             continue
         execution = executor.execute(task, spec)
-        executions += 1
-        held = view.held(execution.output if execution.ok else None)
-        if held >= 1.0:
-            return Solution(slots, spec, True, executions, time.perf_counter() - started)
-        if held > best[0]:
-            best = (held, slots, spec)
-        if executions >= budget or (deadline is not None and time.monotonic() >= deadline):
+        yield Attempt(slots, spec, view.held(execution.output if execution.ok else None))
+
+
+def answer_at(trace: list[Attempt], k: int) -> Attempt | None:
+    """``solver_k``'s answer when stopped after ``k`` executions of ``trace``: the first attempt
+    that held every example row, else the first that held the most (None when nothing ran)."""
+    best: Attempt | None = None
+    for attempt in trace[:k]:
+        if attempt.held >= 1.0:
+            return attempt
+        if best is None or attempt.held > best.held:
+            best = attempt
+    return best
+
+
+def search(task: Any, executor: Any, executions: int, deadline: float | None = None) -> list[Attempt]:
+    """The search's :func:`attempts` until one holds every example row, ``executions`` have run,
+    or ``time.monotonic()`` passes ``deadline``: what ``solver_k`` sees for every
+    ``k <= executions`` (:func:`answer_at`)."""
+    trace: list[Attempt] = []
+    for attempt in attempts(task, executor):
+        trace.append(attempt)
+        if attempt.held >= 1.0 or len(trace) >= executions:
             break
-    return Solution(best[1], best[2], False, executions, time.perf_counter() - started)
+        if deadline is not None and time.monotonic() >= deadline:
+            break
+    return trace
+
+
+def solve(task: Any, executor: Any, budget: int | None = None, deadline: float | None = None) -> Solution:
+    """The solver's plan for ``task`` (its hidden part is removed first), executions run through
+    ``executor`` (a :class:`.executor.Executor` on the sandbox pool): :func:`search` with
+    ``budget`` executions (default :data:`BUDGET` of the level) and its :func:`answer_at`."""
+    started = time.perf_counter()
+    trace = search(task, executor, budget or BUDGET[task.public.level.number], deadline)
+    answer = answer_at(trace, len(trace))
+    seconds = time.perf_counter() - started
+    if answer is None:
+        return Solution({}, None, False, len(trace), seconds)
+    return Solution(answer.slots, answer.spec, answer.held >= 1.0, len(trace), seconds)
 
 
 def spec_actions(spec: OrchestrationSpec | None, task: Any, layout: ActionLayout) -> dict[str, np.ndarray]:

@@ -11,7 +11,7 @@ import pytest
 
 from orchestrl.envs.orchestration.env import OrchestrationEnv
 from orchestrl.envs.orchestration.plans import plan_signature
-from orchestrl.envs.orchestration.solver import solve, successful_plans
+from orchestrl.envs.orchestration.solver import Attempt, answer_at, solve, successful_plans
 from orchestrl.envs.orchestration.tasks import LEVELS, generate_task
 
 MIN_SUCCESS = {1: 0.8, 2: 0.7, 3: 0.6, 4: 0.4}
@@ -80,3 +80,25 @@ def test_a_passed_deadline_stops_the_search_after_one_execution(envs) -> None:
     assert unbounded.executions > 1
     stopped = solve(env.task, env._execution(), deadline=time.monotonic())
     assert stopped.executions == 1
+
+
+def test_solver_k_answers_the_first_plan_that_held_every_example_else_the_first_that_held_most() -> None:
+    plans = [Attempt({}, f"spec_{i}", held) for i, held in enumerate([0.2, 0.6, 0.6, 1.0, 1.0])]
+    assert answer_at(plans, 0) is None
+    assert answer_at(plans, 1).spec == "spec_0"
+    assert answer_at(plans, 3).spec == "spec_1"  # the first of two equal, not the last
+    assert answer_at(plans, 5).spec == "spec_3"
+
+
+def test_the_solver_at_its_budget_is_solver_k_at_that_k(envs) -> None:
+    """``solve`` with a budget of k executions gives ``solver_k``'s answer on the env's trace, and
+    the search stops at the first plan that holds every example row."""
+    env = envs[4]
+    env.reset(seed=3)
+    trace = env.search_trace(50)
+    assert [a.held >= 1.0 for a in trace[:-1]] == [False] * (len(trace) - 1)
+    for k in (1, 2, len(trace)):
+        solution = solve(env.task, env._execution(), budget=k)
+        assert solution.executions == k
+        assert solution.spec == answer_at(trace, k).spec
+        assert solution.consistent == (answer_at(trace, k).held >= 1.0)
