@@ -351,6 +351,108 @@ def webinar_signups_clean(t: Tables) -> pd.DataFrame:
     return s[["Email", "First Name", "Last Name", "Signed Up"]]
 
 
+def gym_bookings_by_class_type(t: Tables) -> pd.DataFrame:
+    b = t["bookings"].drop_duplicates()
+    b = b[b["status"] != "Cancelled"]
+    m = b.merge(t["classes"], on="classId")
+    g = m.groupby("classType", as_index=False).agg(
+        Bookings=("bookingId", "count"), unique_members=("memberId", "nunique")
+    )
+    return g[["classType", "Bookings", "unique_members"]]
+
+
+def glass_paper_by_district(t: Tables) -> pd.DataFrame:
+    c = t["collections"].copy()
+    c["District"] = c["District"].str.strip().str.title()
+    c["Net Weight (kg)"] = num(c["Net Weight (kg)"])
+    c = c[c["Material"].isin(["Glass", "Paper & Card"])]
+    g = c.groupby(["District", "Material"], as_index=False).agg(
+        **{"Total Kg": ("Net Weight (kg)", "sum"), "Max Load (kg)": ("Net Weight (kg)", "max")}
+    )
+    g["Total Kg"] = g["Total Kg"].round(1)
+    return g[["District", "Material", "Total Kg", "Max Load (kg)"]]
+
+
+def unpaid_invoices_to_chase(t: Tables) -> pd.DataFrame:
+    i = t["invoices"].copy()
+    i["Amt"] = num(i["Amt"])
+    i["Due"] = iso_date(i["Due"], "%m/%d/%Y")
+    i = i[(i["Status"] == "Unpaid") & (i["Amt"] >= 1000)]
+    m = i.merge(t["clients"], left_on="Client", right_on="Client Name", how="left")
+    return m.sort_values("Due")[["Inv #", "Client", "Due", "Amt", "Email"]]
+
+
+def top_prod_cloud_services(t: Tables) -> pd.DataFrame:
+    b = t["billing_items"].drop_duplicates().copy()
+    b["cost"] = num(b["cost"])
+    b = b[b["project"] == "shop-prod"]
+    g = b.groupby("service", as_index=False).agg(
+        **{"Total Cost": ("cost", "sum"), "Largest Line Item": ("cost", "max")}
+    )
+    g["Total Cost"] = g["Total Cost"].round(2)
+    return g.sort_values("Total Cost", ascending=False).head(3)[
+        ["service", "Total Cost", "Largest Line Item"]
+    ]
+
+
+def app_rating_by_version(t: Tables) -> pd.DataFrame:
+    r = t["reviews"].drop_duplicates(subset=["reviewId"], keep="first")
+    r = r.dropna(subset=["rating"])
+    g = r.groupby("appVersion", as_index=False).agg(
+        reviews=("reviewId", "count"), avg_rating=("rating", "mean")
+    )
+    g["avg_rating"] = g["avg_rating"].round(2)
+    return g[["appVersion", "reviews", "avg_rating"]]
+
+
+def picks_by_shift_and_zone(t: Tables) -> pd.DataFrame:
+    p = t["picks"]
+    p = p[p["Pick Status"] == "Confirmed"]
+    m = p.merge(t["pickers"], left_on="Picker", right_on="Badge #").merge(
+        t["locations"], left_on="Bin", right_on="bin_code"
+    )
+    g = m.groupby(["Shift", "zone"], as_index=False).agg(
+        Units=("Qty", "sum"), Orders=("Order Ref", "nunique")
+    )
+    return g[["Shift", "zone", "Units", "Orders"]]
+
+
+def top_rated_talk_submissions(t: Tables) -> pd.DataFrame:
+    s = t["submissions"].copy()
+    s["Speaker"] = s["Speaker"].str.strip()
+    s["Track"] = s["Track"].str.strip()
+    s = s[s["Avg Score"] >= 4]
+    cols = ["Submission ID", "Title", "Speaker", "Track", "Avg Score"]
+    return s.sort_values("Avg Score", ascending=False)[cols]
+
+
+def league_top4_points(t: Tables) -> pd.DataFrame:
+    r = t["results"]
+    r = r[r["Competition"] != "Cup"].copy()
+    r["GD"] = r["GF"] - r["GA"]
+    g = r.groupby("Team", as_index=False).agg(Points=("Pts", "sum"), **{"Goal Difference": ("GD", "sum")})
+    return g.sort_values("Points", ascending=False).head(4)[["Team", "Points", "Goal Difference"]]
+
+
+def top_volunteers_by_hours(t: Tables) -> pd.DataFrame:
+    s = t["shifts"].copy()
+    s["volunteer"] = s["volunteer"].str.strip()
+    s["hours_logged"] = num(s["hours_logged"])
+    s = s.dropna(subset=["hours_logged"])
+    g = s.groupby("volunteer", as_index=False).agg(
+        total_hours=("hours_logged", "sum"), shifts=("shift_id", "count")
+    )
+    return g.sort_values("total_hours", ascending=False).head(5)[["volunteer", "total_hours", "shifts"]]
+
+
+def nitrate_samples_over_limit(t: Tables) -> pd.DataFrame:
+    s = t["samples"].copy()
+    s["Collected"] = iso_date(s["Collected"], "%d.%m.%Y")
+    s["Recovery"] = num(s["Recovery"])
+    s = s[(s["Analyte"] == "Nitrate") & (s["Result (mg/L)"] > 50)]
+    return s[["Sample No.", "Site", "Collected", "Result (mg/L)", "Recovery"]]
+
+
 CASES: dict[str, CaseFn] = {
     "01_shipped_order_revenue": shipped_order_revenue,
     "02_saas_mrr_by_plan": saas_mrr_by_plan,
@@ -383,6 +485,16 @@ CASES: dict[str, CaseFn] = {
     "29_clinic_revenue_by_specialty": clinic_revenue_by_specialty,
     "30_leeds_top_stock_value": leeds_top_stock_value,
     "31_webinar_signups_clean": webinar_signups_clean,
+    "32_gym_bookings_by_class_type": gym_bookings_by_class_type,
+    "33_glass_paper_by_district": glass_paper_by_district,
+    "34_unpaid_invoices_to_chase": unpaid_invoices_to_chase,
+    "35_top_prod_cloud_services": top_prod_cloud_services,
+    "36_app_rating_by_version": app_rating_by_version,
+    "37_picks_by_shift_and_zone": picks_by_shift_and_zone,
+    "38_top_rated_talk_submissions": top_rated_talk_submissions,
+    "39_league_top4_points": league_top4_points,
+    "40_top_volunteers_by_hours": top_volunteers_by_hours,
+    "41_nitrate_samples_over_limit": nitrate_samples_over_limit,
 }
 
 

@@ -13,9 +13,10 @@ import pytest
 from orchestrl.envs.orchestration import ops
 from orchestrl.envs.orchestration.compiler import compile_spec
 from orchestrl.envs.orchestration.plans import run_spec
-from orchestrl.envs.orchestration.spec import SpecError, parse_spec
+from orchestrl.envs.orchestration.spec import Role, SpecError, parse_spec
 from orchestrl.envs.orchestration.synthesis import synthesise
-from orchestrl.envs.orchestration.synthesis.evidence import column_facts, unproducible
+from orchestrl.envs.orchestration.synthesis.evidence import column_facts, target_facts, unproducible
+from orchestrl.envs.orchestration.synthesis.proposer import cleanings, filters
 from orchestrl.envs.orchestration.tables import TargetIndex, same_table
 
 CASES = Path(__file__).resolve().parents[2] / "data" / "plan_cases"
@@ -321,3 +322,74 @@ def test_a_set_of_values_the_examples_happen_to_show_is_not_taken_for_a_filter()
     assert found.spec is not None, found
     output = run_spec({"orders": dirty}, found.spec).output
     assert TargetIndex(orders).compare(output).exact
+
+
+def invoices() -> dict[str, pd.DataFrame]:
+    """Invoices of six clients, two of whom the client list does not have."""
+    rows = [
+        ("I-01", "acme", "Logo", 1200.0, "unpaid"),
+        ("I-02", "bolt", "Site", 450.0, "unpaid"),
+        ("I-03", "core", "Copy", 2300.0, "paid"),
+        ("I-04", "core", "Audit", 700.0, "unpaid"),
+        ("I-05", "acme", "Deck", 1800.0, "unpaid"),
+        ("I-06", "bolt", "Blog", 2100.0, "unpaid"),
+        ("I-07", "fern", "App", 3100.0, "paid"),
+        ("I-08", "dune", "Menu", 1500.0, "unpaid"),
+        ("I-09", "echo", "Ads", 1100.0, "unpaid"),
+        ("I-10", "acme", "Print", 1300.0, "unpaid"),
+    ]
+    frame = pd.DataFrame(rows, columns=["invoice", "client", "project", "amount", "status"])
+    clients = pd.DataFrame(
+        {"name": ["acme", "bolt", "core", "fern"], "email": ["a@x.io", "b@x.io", "c@x.io", "f@x.io"]}
+    )
+    return {"invoices": frame, "clients": clients}
+
+
+def test_an_output_that_lists_the_fact_rows_keeps_those_no_lookup_row_matches() -> None:
+    """Unpaid invoices with the client's email: dune and echo are not in the client list, and a
+    list of invoices (it shows their number) keeps them with no email (a left join), where an
+    inner join would drop them unseen by the four example rows."""
+    tables = invoices()
+    wanted = tables["invoices"].query("status == 'unpaid'")
+    wanted = wanted.merge(tables["clients"], left_on="client", right_on="name", how="left")
+    wanted = wanted[["invoice", "client", "amount", "email"]]
+    found = synthesise(tables, wanted.head(4))
+    assert found.spec is not None, found
+    output = run_spec(tables, found.spec).output
+    assert TargetIndex(wanted).compare(output).exact
+
+
+def test_no_filter_is_proposed_that_drops_a_value_the_examples_show() -> None:
+    """The example rows show clients acme and bolt: a filter keeping one client, or dropping one
+    of them, cannot be the answer; nor one on a column of text written once per row (project
+    names), nor two filters keeping the same rows (only the likelier is searched)."""
+    frame = invoices()["invoices"]
+    examples = frame.iloc[[0, 1]][["invoice", "client", "amount"]]
+    proposed = [o.steps[0].duty for o in filters(frame, examples)]
+    on = {(d.column, d.op, d.value if d.op != "in" else tuple(d.value)) for d in proposed}
+    assert ("client", "eq", "acme") not in on and ("client", "ne", "bolt") not in on
+    assert ("client", "ne", "core") in on and ("status", "eq", "unpaid") in on
+    assert not any(d.column == "project" for d in proposed)
+    assert ("amount", "lt", 1000.0) not in on  # drops I-01 (1,200), an example row
+    kept = [tuple(run_spec_filter(frame, d)) for d in proposed]
+    assert len(kept) == len(set(kept))
+
+
+def run_spec_filter(frame: pd.DataFrame, duty) -> list[int]:
+    return list(ops.op_filter(frame, duty.column, duty.op, duty.value, "small")[0].index)
+
+
+def test_a_change_log_is_deduplicated_on_its_id_not_on_a_date_rows_share() -> None:
+    """Reviews, newest first, two edited (their ids repeat): a date also repeats, and has more
+    distinct values than the id, but a day is not an identity."""
+    reviews = pd.DataFrame(
+        {
+            "reviewId": ["r9", "r8", "r7", "r6", "r5", "r4", "r3", "r8", "r2", "r6"],
+            "appVersion": ["2.1", "2.1", "2.1", "2.0", "2.0", "2.0", "1.9", "2.0", "1.9", "1.9"],
+            "rating": [5, 4, 3, 2, 1, 2, 4, 1, 5, 3],
+            "reviewDate": [f"2026-03-{d:02d}" for d in (19, 18, 17, 16, 15, 14, 13, 13, 12, 11)],
+        }
+    )
+    options = cleanings(reviews, target_facts(pd.DataFrame({"appVersion": ["2.1"], "reviews": [3]})))
+    dedups = [s.duty.subset for o in options for s in o.steps if s.role is Role.DEDUP]
+    assert ("reviewId",) in dedups and ("reviewDate",) not in dedups

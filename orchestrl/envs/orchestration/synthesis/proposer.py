@@ -31,12 +31,15 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from orchestrl.envs.orchestration.plans import apply_node
 from orchestrl.envs.orchestration.spec import DedupDuty, DeriveDuty, FilterDuty, JoinDuty, Role
 from orchestrl.envs.orchestration.synthesis.evidence import (
+    ISO_DATE,
     ColumnFacts,
     TargetFacts,
     case_of,
     column_facts,
+    decimals_shown,
     name_similarity,
 )
 
@@ -159,18 +162,24 @@ def _other_case(column: pd.Series, case: str) -> bool:
 
 
 def _repeated_key(column: pd.Series, facts: ColumnFacts) -> bool:
-    """A column that is nearly a key (filled, at least 75% distinct, not measured in fractions)
-    and still repeats a value once exact duplicate rows are gone."""
+    """A column that is nearly a key (filled, at least 75% distinct, not measured in fractions,
+    not dates: a day is shared, not an identity) and still repeats a value once exact duplicate
+    rows are gone."""
     if facts.kind not in ("text", "number") or (facts.kind == "number" and not facts.integer):
+        return False
+    if facts.kind == "text" and column.astype(str).str.match(ISO_DATE).all():
         return False
     filled = column.notna().all()
     return bool(filled and column.duplicated().any() and column.nunique() >= 0.75 * len(column))
 
 
-def joins(fact: pd.DataFrame, other: pd.DataFrame, table: str, needed: bool) -> list[Option]:
+def joins(
+    fact: pd.DataFrame, other: pd.DataFrame, table: str, needed: bool, listed: bool = False
+) -> list[Option]:
     """Ways to merge ``other`` into the fact stream, most likely first: on the key pair whose values
     overlap most (inner, and left when some fact rows find no match); leaving it out when no
-    target column needs it."""
+    target column needs it. When some fact rows find no match, ``listed`` (the output lists the
+    fact table's rows: it shows their key) makes the left join, which keeps them, the likelier."""
     pairs = []
     for right in other.columns:
         values = other[right].dropna()
@@ -189,47 +198,101 @@ def joins(fact: pd.DataFrame, other: pd.DataFrame, table: str, needed: bool) -> 
     for rank, (overlap, left, right) in enumerate(pairs[:2]):
         prior = math.log(0.8 if rank == 0 else 0.2)
         duty = JoinDuty(left_on=left, right_on=right)
-        options.append(Option(prior, (Step(Role.JOIN, duty, table),), f"join {table} on {left}={right}"))
+        unmatched = math.log(0.5) if overlap < 1.0 else 0.0  # the less likely of inner and left
+        inner = prior + (unmatched if listed else 0.0)
+        options.append(Option(inner, (Step(Role.JOIN, duty, table),), f"join {table} on {left}={right}"))
         if overlap < 1.0:
             left_join = JoinDuty(left_on=left, right_on=right, how="left")
-            options.append(Option(prior + math.log(0.5), (Step(Role.JOIN, left_join, table),), "left"))
+            options.append(
+                Option(prior + (0.0 if listed else unmatched), (Step(Role.JOIN, left_join, table),), "left")
+            )
     if not needed:
         options.append(Option(math.log(0.3), (), f"without {table}"))
     return sorted(options, key=lambda o: -o.log_prior)
 
 
 def filters(frame: pd.DataFrame, examples: pd.DataFrame) -> list[Option]:
-    """Single filters on ``frame``'s columns with their priors, most likely first."""
-    out = []
-    facts = column_facts(frame)
-    rows = len(frame)
-    for name, f in facts.items():
-        column = frame[name]
-        if f.missing > 0 and f.missing < 0.6:
-            out.append(_filter(name, "notnull", None, "notnull"))
-        if f.key or rows == 0:
+    """Single filters on ``frame``'s columns with their priors, most likely first. A filter is
+    the rows it keeps: one that keeps every row, or the same rows as a likelier one, is left
+    out, and so is one that drops every row holding a value the example rows show of a column
+    (a group key, or a column of the output's rows: :func:`_shown_values`)."""
+    frame = frame.reset_index(drop=True)
+    singles = []
+    for name, f in column_facts(frame).items():
+        singles += _column_filters(name, f, frame[name], examples.get(name), len(frame))
+    shown = {
+        name: values
+        for name in frame.columns
+        if (values := _shown_values(frame[name], examples.get(name))) is not None
+    }
+    out, seen = [], set()
+    for option in sorted(singles, key=lambda o: -o.log_prior):
+        kept, _ = apply_node(Role.FILTER, option.steps[0].duty, [frame], "small")
+        rows = kept.index.to_numpy()
+        if len(rows) == len(frame) or rows.tobytes() in seen:
             continue
-        if f.kind in ("text", "date_text") and 1 < f.distinct <= MAX_CATEGORY:
-            counts = column.value_counts()
-            for value, count in counts.items():
-                share = count / rows
-                if 0.01 < share < 0.99:
-                    out.append(_filter(name, "eq", str(value), "eq"))
-                    if share > 0.05:
-                        out.append(_filter(name, "ne", str(value), "ne"))
-            if f.distinct <= MAX_SET_VALUES:
-                for group, shown in _value_sets(counts, examples.get(name)):
-                    option = _filter(name, "in", group, "shown" if shown else "in")
-                    longer = math.log(0.5) * (len(group) - 2)  # each value listed is one more choice
-                    if shown and len(group) > 2:  # read off the examples: one of many such sets
-                        longer -= math.log(math.comb(f.distinct, len(group)))
-                    out.append(Option(option.log_prior + longer, option.steps, option.label))
-        elif f.kind == "number" and f.distinct >= 2:
-            for value, roundness in _thresholds(column.dropna().to_numpy(dtype=float)):
-                for op in ("ge", "lt"):
-                    option = _filter(name, op, value, "threshold")
-                    out.append(Option(option.log_prior + math.log(roundness), option.steps, option.label))
-    return sorted(out, key=lambda o: -o.log_prior)
+        if all(_shown_values(kept[name], values) is not None for name, values in shown.items()):
+            seen.add(rows.tobytes())
+            out.append(option)
+    return out
+
+
+def _column_filters(
+    name: str, f: ColumnFacts, column: pd.Series, shown: pd.Series | None, rows: int
+) -> list[Option]:
+    """The single filters on one column (``shown``: the example rows' column of that name)."""
+    out: list[Option] = []
+    if f.missing > 0 and f.missing < 0.6:
+        out.append(_filter(name, "notnull", None, "notnull"))
+    if f.key or rows == 0:
+        return out
+    counts = column.value_counts()
+    if f.kind in ("text", "date_text") and 1 < f.distinct <= MAX_CATEGORY and _repeats(counts):
+        for value, count in counts.items():
+            share = count / rows
+            if 0.01 < share < 0.99:
+                out.append(_filter(name, "eq", str(value), "eq"))
+                if share > 0.05:
+                    out.append(_filter(name, "ne", str(value), "ne"))
+        if f.distinct <= MAX_SET_VALUES:
+            for group, read_off in _value_sets(counts, shown):
+                option = _filter(name, "in", group, "shown" if read_off else "in")
+                longer = math.log(0.5) * (len(group) - 2)  # each value listed is one more choice
+                if read_off and len(group) > 2:  # read off the examples: one of many such sets
+                    longer -= math.log(math.comb(f.distinct, len(group)))
+                out.append(Option(option.log_prior + longer, option.steps, option.label))
+    elif f.kind == "number" and f.distinct >= 2:
+        for value, roundness in _thresholds(column.dropna().to_numpy(dtype=float)):
+            for op in ("ge", "lt"):
+                option = _filter(name, op, value, "threshold")
+                out.append(Option(option.log_prior + math.log(roundness), option.steps, option.label))
+    return out
+
+
+def _repeats(counts: pd.Series) -> bool:
+    """Whether most of a text column's values occur more than once: a category to filter on, not
+    free text or names written once per row."""
+    return bool((counts > 1).sum() * 2 >= len(counts))
+
+
+def _shown_values(column: pd.Series, shown: pd.Series | None) -> pd.Series | None:
+    """The example rows' values of the target column named like ``column`` when they are its row
+    values (every one occurs in it, up to the decimals the examples show), else None."""
+    if shown is None:
+        return None
+    shown = shown.dropna()
+    if shown.empty:
+        return None
+    values = column.dropna()
+    if pd.api.types.is_numeric_dtype(values) and pd.api.types.is_numeric_dtype(shown):
+        if values.empty:
+            return None
+        tolerance = 0.5 * 10.0 ** -decimals_shown(shown) + 1e-9
+        data = values.to_numpy(dtype=float)
+        near = [float(np.abs(data - v).min()) <= tolerance for v in shown.to_numpy(dtype=float)]
+        return shown if all(near) else None
+    text = shown.astype(str)
+    return text if bool(text.isin(set(values.astype(str))).all()) else None
 
 
 def _filter(column: str, op: str, value: Any, kind: str) -> Option:

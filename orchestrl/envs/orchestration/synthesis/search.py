@@ -271,13 +271,14 @@ def _join_plans(
 ) -> list[Option]:
     """Ways to merge the other tables into the fact stream, in order, most likely first."""
     plans = [Option(0.0, ())]
+    listed = any(f.key and name in target for name, f in column_facts(fact).items())
     for name in names[1:]:
         other = tables[name]
         needed = any(t in other.columns and t not in fact.columns for t in target)
         plans = [
             Option(p.log_prior + o.log_prior, p.steps + o.steps)
             for p in plans
-            for o in joins(_joined(fact, p.steps, tables), other, name, needed)
+            for o in joins(_joined(fact, p.steps, tables), other, name, needed, listed)
         ]
     return sorted(plans, key=lambda o: -o.log_prior)[:4]
 
