@@ -1,10 +1,13 @@
 """How `orchestrl plan` does on exports as people bring them: the hand-made corpus, and the gap
 between the env's generated tasks and the same tasks handed over as CSV files.
 
-Two corpora, written by hand, not by the env's generator (see their READMEs):
-``tests/data/plan_cases/`` (``dev``: the synthesiser was tuned while looking at it) and
-``tests/data/plan_cases_heldout/`` (``heldout``: written afterwards, never used for tuning; its
-figures are the ones that say how ``plan`` does on new exports). Per case: source CSVs, the
+Corpora written by hand, not by the env's generator (see their READMEs):
+``tests/data/plan_cases/`` (``dev``: the synthesiser was tuned while looking at it);
+``tests/data/plan_cases_seen{,_b,_c}/`` (``seen``, ``seen_b``, ``seen_c``: earlier held-out sets,
+each measured blind once, its figure kept in its README, then looked at and used for tuning); and
+``tests/data/plan_cases_heldout/`` (``heldout``: written afterwards by someone who had not seen
+the planner, never used for tuning; its figures are the ones that say how ``plan`` does on new
+exports). Per case: source CSVs, the
 first rows of the wanted table (``target_example.csv``) and the whole wanted table
 (``wanted.csv``), which ``plan`` never sees. Each case goes through
 :class:`orchestrl.apps.orchestration.plan.Planner` as the CLI sends it (CSV files read by
@@ -50,7 +53,13 @@ from orchestrl.envs.orchestration.synthesis import synthesise
 from orchestrl.envs.orchestration.tables import TargetIndex, canonical_column
 
 DATA = Path(__file__).resolve().parents[1] / "tests" / "data"
-CORPORA = {"dev": DATA / "plan_cases", "heldout": DATA / "plan_cases_heldout"}
+CORPORA = {
+    "dev": DATA / "plan_cases",
+    "seen": DATA / "plan_cases_seen",
+    "seen_b": DATA / "plan_cases_seen_b",
+    "seen_c": DATA / "plan_cases_seen_c",
+    "heldout": DATA / "plan_cases_heldout",
+}
 
 
 def load_case(folder: Path) -> dict[str, Any]:

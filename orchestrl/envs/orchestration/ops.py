@@ -37,6 +37,7 @@ ROLE_COST = {
 }
 CAPACITY_COST = {"small": 0.0, "medium": 0.5, "large": 1.0}
 _MONEY = re.compile(r"[$€£,\s]")
+_DIGIT = re.compile(r"\d")
 
 
 def _is_text(s: pd.Series) -> bool:
@@ -146,7 +147,12 @@ def op_join(left: pd.DataFrame, right: pd.DataFrame, left_on, right_on, how: str
 
 
 _NUMBER_TEXT = re.compile(r"[$€£¥,%\s]")
-_CURRENCY_CODE = re.compile(r"^[A-Za-z]{3}(?=[-+\d.])|(?<=\d)[A-Za-z]{3}$")
+_CURRENCY_CODE = re.compile(
+    r"^[A-Z]{3}(?P<before>\s*)(?=[-+]?[$€£¥]?[\d.])|(?<=[\d.])(?P<after>\s*)[A-Z]{3}$"
+)
+"""Three capitals before or after a number: a currency code (``'EUR 12'``, ``'12.50 GBP'``) where
+a space or a written-out amount (decimals, separators) says so; glued to bare digits
+(``'ACC-1051'``, ``'SKU1001'``) they are an identifier, and ``'Bay 12'`` is a name."""
 NA_TOKENS = frozenset({"", "-", "--", "n/a", "na", "nan", "null", "none", "?"})
 
 
@@ -161,7 +167,14 @@ def parse_number(value):
     if text.casefold() in NA_TOKENS:
         return None
     negative = text.startswith("(") and text.endswith(")")
-    text = _CURRENCY_CODE.sub("", _NUMBER_TEXT.sub("", text.strip("()")))
+    text = text.strip("()")
+    code = _CURRENCY_CODE.search(text)
+    if code is not None:
+        rest = text[: code.start()] + text[code.end() :]
+        if not (code.group("before") or code.group("after") or re.search(r"[.,]", rest)):
+            return None
+        text = rest
+    text = _NUMBER_TEXT.sub("", text)
     try:
         number = float(text)
     except ValueError:
@@ -174,8 +187,10 @@ def _trim(value: str) -> str:
 
 
 def _title(value: str) -> str:
-    """Capitalised words, for values written in one case (``'MacLeod'`` stays as it is)."""
-    return value.title() if value in (value.lower(), value.upper()) else value
+    """Capitalised words (``'fresh produce'``, ``'Fresh produce'``, ``'FRESH PRODUCE'``); a value
+    with a capital inside a word (``'MacLeod'``, ``'iPhone'``) stays as it is."""
+    inner = any(c.isupper() for word in value.split() for c in word[1:])
+    return value.title() if value == value.upper() or not inner else value
 
 
 def _rewrite(s: pd.Series, op: str, digits, fmt) -> pd.Series:
@@ -245,12 +260,23 @@ def op_aggregate(df: pd.DataFrame, by, column, fn: str, name: str, capacity: str
     return frame, _work("aggregate", len(df), capacity, read)
 
 
+def sorts_as_text(s: pd.Series) -> bool:
+    """A text column of digits written in one fixed shape (``2026-10-01``, ``3:04:12``): sorted as
+    text, its values fall in their own order (dates and times in time order)."""
+    values = s.dropna()
+    if not _is_text(s) or values.empty:
+        return False
+    shapes = {_DIGIT.sub("9", str(v)) for v in values}
+    return len(shapes) == 1 and not any(c.isalpha() for c in next(iter(shapes))) and "9" in next(iter(shapes))
+
+
 def op_topk(df: pd.DataFrame, column, k, ascending: bool, capacity: str):
     """The ``k`` rows with the largest (or smallest) ``column`` (every row, sorted, when ``k`` is
-    None); ties broken by the other columns, so the kept rows never depend on the input's row
-    order. Base duty: top 10 by the first number."""
+    None): numbers, or dates and times written in one shape (:func:`sorts_as_text`); ties broken
+    by the other columns, so the kept rows never depend on the input's row order. Base duty: top
+    10 by the first number."""
     column = _first(df, numeric=True) if column is None else column
-    out = _normalised(df, [column], capacity, numeric=True)
+    out = _normalised(df, [column], capacity, numeric=not sorts_as_text(df[column]))
     others = [c for c in out.columns if c != column]
     order = out.sort_values(
         [column, *others], ascending=[ascending] + [True] * len(others), na_position="last", kind="mergesort"

@@ -16,7 +16,7 @@ from orchestrl.envs.orchestration.plans import run_spec
 from orchestrl.envs.orchestration.spec import Role, SpecError, parse_spec
 from orchestrl.envs.orchestration.synthesis import synthesise
 from orchestrl.envs.orchestration.synthesis.evidence import column_facts, target_facts, unproducible
-from orchestrl.envs.orchestration.synthesis.proposer import cleanings, filters
+from orchestrl.envs.orchestration.synthesis.proposer import cleanings, filters, joins
 from orchestrl.envs.orchestration.tables import TargetIndex, same_table
 
 CASES = Path(__file__).resolve().parents[2] / "data" / "plan_cases"
@@ -230,6 +230,11 @@ def test_filters_in_and_thresholds_are_checked() -> None:
         ("12%", 12.0),
         ("(30)", -30.0),
         ("EUR 7.5", 7.5),
+        ("USD1,200", 1200.0),
+        ("12.50 GBP", 12.5),
+        ("Bay 12", None),  # a name
+        ("ACC-1051", None),  # an account number, not minus 1,051 in some currency
+        ("ATV20", None),  # a product code
         ("N/A", None),
         ("-", None),
         ("twelve", None),
@@ -380,11 +385,14 @@ def run_spec_filter(frame: pd.DataFrame, duty) -> list[int]:
 
 
 def test_a_change_log_is_deduplicated_on_its_id_not_on_a_date_rows_share() -> None:
-    """Reviews, newest first, two edited (their ids repeat): a date also repeats, and has more
-    distinct values than the id, but a day is not an identity."""
+    """Reviews, newest first, two edited (their ids repeat, with the same user and territory): a
+    date also repeats, and has more distinct values than the id, but a day is not an identity; a
+    rating repeats too, across different reviews."""
     reviews = pd.DataFrame(
         {
             "reviewId": ["r9", "r8", "r7", "r6", "r5", "r4", "r3", "r8", "r2", "r6"],
+            "user": ["ann", "bob", "cy", "dee", "eve", "fay", "gus", "bob", "hal", "dee"],
+            "territory": ["GB", "DE", "US", "US", "FR", "GB", "DE", "DE", "US", "US"],
             "appVersion": ["2.1", "2.1", "2.1", "2.0", "2.0", "2.0", "1.9", "2.0", "1.9", "1.9"],
             "rating": [5, 4, 3, 2, 1, 2, 4, 1, 5, 3],
             "reviewDate": [f"2026-03-{d:02d}" for d in (19, 18, 17, 16, 15, 14, 13, 13, 12, 11)],
@@ -392,4 +400,132 @@ def test_a_change_log_is_deduplicated_on_its_id_not_on_a_date_rows_share() -> No
     )
     options = cleanings(reviews, target_facts(pd.DataFrame({"appVersion": ["2.1"], "reviews": [3]})))
     dedups = [s.duty.subset for o in options for s in o.steps if s.role is Role.DEDUP]
-    assert ("reviewId",) in dedups and ("reviewDate",) not in dedups
+    assert dedups == [("reviewId",)]
+
+
+def test_dates_and_times_written_in_one_shape_sort_in_time_order() -> None:
+    frame = pd.DataFrame(
+        {"when": ["2026-03-02", "2025-12-31", "2026-01-15"], "time": ["3:04:12", "2:59:59", "3:00:01"]}
+    )
+    by_date, _ = ops.op_topk(frame, "when", None, True, "small")
+    by_time, _ = ops.op_topk(frame, "time", 2, True, "small")
+    assert list(by_date["when"]) == ["2025-12-31", "2026-01-15", "2026-03-02"]
+    assert list(by_time["time"]) == ["2:59:59", "3:00:01"]
+
+
+def test_the_examples_sorted_by_date_are_the_head_of_a_sort_by_that_date() -> None:
+    """Jobs due on dates written as ``Nov 03, 2026``; the user wants the open ones, soonest first."""
+    jobs = pd.DataFrame(
+        {
+            "job": [f"J-{i}" for i in range(1, 11)],
+            "due": [f"Nov {d:02d}, 2026" for d in (14, 3, 22, 9, 1, 17, 5, 28, 4, 7)],
+            "state": ["open", "open", "done", "open", "open", "done", "open", "open", "done", "open"],
+        }
+    )
+    wanted = jobs[jobs.state == "open"].assign(due=lambda f: pd.to_datetime(f.due, format="%b %d, %Y"))
+    wanted = wanted.sort_values("due").assign(due=lambda f: f.due.dt.strftime("%Y-%m-%d"))[["job", "due"]]
+    found = synthesise({"jobs": jobs}, wanted.head(5).reset_index(drop=True))
+    assert found.spec is not None, found
+    output = run_spec({"jobs": jobs}, found.spec).output.reset_index(drop=True)
+    assert same_table(output, wanted.reset_index(drop=True))
+
+
+@pytest.mark.parametrize(
+    ("value", "title"),
+    [
+        ("fresh produce", "Fresh Produce"),
+        ("Fresh produce", "Fresh Produce"),
+        ("DRY GOODS", "Dry Goods"),
+        ("MacLeod", "MacLeod"),
+        ("iPhone case", "iPhone case"),
+    ],
+)
+def test_title_case_capitalises_every_word_but_keeps_capitals_inside_words(value: str, title: str) -> None:
+    frame, _ = ops.op_derive(pd.DataFrame({"c": [value]}), "c", "title", "c", None, "small")
+    assert frame["c"].tolist() == [title]
+
+
+def test_a_column_of_numbers_among_a_few_words_is_read_as_numbers_when_the_examples_show_numbers() -> None:
+    """Vintages with 'NV' for non-vintage wines: the wanted reds all have a year, shown as numbers."""
+    cellar = pd.DataFrame(
+        {
+            "bin": [f"A{i:02d}" for i in range(1, 11)],
+            "type": ["red", "red", "white", "red", "sparkling", "red", "white", "red", "sparkling", "red"],
+            "vintage": ["2018", "2019", "2021", "2016", "NV", "2020", "2022", "2015", "NV", "2017"],
+        }
+    )
+    wanted = cellar[cellar.type == "red"].assign(vintage=lambda f: f.vintage.astype(int))[["bin", "vintage"]]
+    found = synthesise({"cellar": cellar}, wanted.head(5).reset_index(drop=True))
+    assert found.spec is not None, found
+    assert TargetIndex(wanted).compare(run_spec({"cellar": cellar}, found.spec).output).exact
+
+
+def test_a_measure_named_after_a_column_counts_that_column_s_values() -> None:
+    """'Transects' per species is the number of distinct transects, not of sightings, though the
+    two agree on the example rows (no species there was seen twice on one transect)."""
+    seen = {
+        "jay": "T1 T2",
+        "owl": "T3",
+        "robin": "T1 T2 T3",
+        "swift": "T2",
+        "tit": "T1 T3",
+        "wren": "T1 T1 T2",
+    }
+    rows = [(species, t) for species, ts in seen.items() for t in ts.split()]
+    sightings = pd.DataFrame(rows, columns=["species", "transect"]).assign(
+        birds=lambda f: range(1, len(f) + 1)
+    )
+    wanted = sightings.groupby("species", as_index=False).agg(
+        Birds=("birds", "sum"), Transects=("transect", "nunique")
+    )
+    found = synthesise({"sightings": sightings}, wanted.head(5))  # wren, seen twice on T1, is the 6th
+    assert found.spec is not None, found
+    assert TargetIndex(wanted).compare(run_spec({"sightings": sightings}, found.spec).output).exact
+
+
+def test_fewer_example_rows_than_asked_for_are_the_whole_table() -> None:
+    """Three example rows, the whole wanted table: it takes three filters to keep only them, where
+    keeping every row (or the four rows of two of the filters) holds them too."""
+    rows = [
+        (
+            f"B{i:02d}",
+            "void" if i % 3 == 0 else "ok",
+            "foot" if i % 4 == 3 else "car",
+            "out" if i % 5 == 0 else "in",
+        )
+        for i in range(60)
+    ]
+    bookings = pd.DataFrame(rows, columns=["ref", "status", "vehicle", "route"])
+    wanted = bookings.query("status == 'void' and vehicle == 'car' and route == 'out'")[["ref"]]
+    assert len(wanted) == 3 and len(bookings.query("status == 'void' and route == 'out'")) == 4
+    found = synthesise({"bookings": bookings}, wanted.reset_index(drop=True))
+    assert found.spec is not None, found
+    assert TargetIndex(wanted).compare(run_spec({"bookings": bookings}, found.spec).output).exact
+
+
+def test_a_key_of_the_same_name_with_unmatched_rows_offers_a_left_join() -> None:
+    """One ticket in ten names a customer the list lacks: the keys' overlap (0.9) is below 1 even
+    though their equal names rank the pair first."""
+    tickets = pd.DataFrame(
+        {"ticket": [f"T{i}" for i in range(10)], "customer_id": ["C1", "C2", "C3"] * 3 + ["C9"]}
+    )
+    customers = pd.DataFrame({"customer_id": ["C1", "C2", "C3"], "name": ["ann", "bob", "cy"]})
+    hows = [
+        o.steps[0].duty.how
+        for o in joins(tickets, customers, "customers", needed=True, listed=True)
+        if o.steps
+    ]
+    assert hows[0] == "left" and "inner" in hows
+
+
+def test_a_category_with_one_common_value_and_rare_others_is_filtered_on() -> None:
+    """Outcomes: mostly 'adopted', a few others once each; it is still a category (few values for
+    its rows), unlike names written once per row."""
+    animals = pd.DataFrame(
+        {
+            "name": [f"pet{i}" for i in range(12)],
+            "outcome": ["adopted"] * 8 + ["fostered", "returned", "on hold", "transferred"],
+        }
+    )
+    labels = [o.label for o in filters(animals, pd.DataFrame({"name": ["pet0"]}))]
+    assert "outcome eq adopted" in labels and not any(label.startswith("name") for label in labels)

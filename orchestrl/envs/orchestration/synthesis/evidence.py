@@ -10,6 +10,7 @@ one letter case). Everything here is computed from the sources and the example r
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass
 from typing import Literal
 
@@ -51,6 +52,8 @@ class ColumnFacts:
     """Some text value occurs in two letter cases (``'North'`` and ``'north'``)."""
     majority_case: Case | None
     missing: float
+    numbers: float
+    """Share of the filled values that read as numbers (:func:`..ops.parse_number`)."""
     distinct: int
     key: bool
     """Filled in every row and no value repeated (after dropping exact duplicate rows); for
@@ -89,27 +92,32 @@ def _text_values(series: pd.Series) -> list[str]:
 
 
 def column_facts(frame: pd.DataFrame) -> dict[str, ColumnFacts]:
-    """Facts of every column of a table."""
+    """Facts of every column of a table (each distinct value read once, weighted by its count)."""
     distinct_rows = frame.drop_duplicates()
     out = {}
     for name in frame.columns:
         series = frame[name]
-        values = _text_values(series)
-        filled = [v for v in values if v.strip().casefold() not in ops.NA_TOKENS]
+        counts = Counter(_text_values(series))
+        filled = {v: n for v, n in counts.items() if v.strip().casefold() not in ops.NA_TOKENS}
+        total = sum(filled.values())
         kind: Kind = "text"
         formats: tuple[str, ...] = ()
         numeric = pd.api.types.is_numeric_dtype(series) and not pd.api.types.is_bool_dtype(series)
+        parsed = total
         if numeric:
             kind = "number"
         elif filled:
-            parsed = [ops.parse_number(v) for v in filled]
-            if sum(p is not None for p in parsed) >= 0.9 * len(filled) and any(p is not None for p in parsed):
+            parsed = sum(n for v, n in filled.items() if ops.parse_number(v) is not None)
+            if parsed >= 0.9 * total and parsed > 0:
                 kind = "number_text"
             elif not all(ISO_DATE.match(v.strip()) for v in filled):
-                formats = tuple(f for f in DATE_FORMATS if _parses(filled, f))
+                formats = tuple(f for f in DATE_FORMATS if _parses(list(filled), f))
                 kind = "date_text" if formats else "text"
-        cases = [case_of(v) for v in filled] if kind == "text" else []
-        counted = [c for c in cases if c is not None]
+        cases: Counter[Case] = Counter()
+        if kind == "text":
+            for v, n in filled.items():
+                if (case := case_of(v)) is not None:
+                    cases[case] += n
         folded: dict[str, set[str]] = {}
         for v in filled:
             folded.setdefault(" ".join(v.split()).casefold(), set()).add(" ".join(v.split()))
@@ -124,8 +132,9 @@ def column_facts(frame: pd.DataFrame) -> dict[str, ColumnFacts]:
             date_formats=formats,
             spaces=kind == "text" and any(v != " ".join(v.split()) for v in filled),
             case_variants=kind == "text" and any(len(forms) > 1 for forms in folded.values()),
-            majority_case=max(set(counted), key=counted.count) if counted else None,
-            missing=1.0 - len(filled) / max(len(series), 1),
+            majority_case=max(sorted(cases), key=cases.__getitem__) if cases else None,
+            missing=1.0 - total / max(len(series), 1),
+            numbers=parsed / total if total else 0.0,
             distinct=int(series.nunique()),
             key=unique,
             integer=bool(pd.api.types.is_integer_dtype(series)),
@@ -168,9 +177,11 @@ def decimals_shown(series: pd.Series) -> int:
 
 
 def name_tokens(name: str) -> frozenset[str]:
-    """A column name's words, case and separators ignored (``'Unit Price'`` -> {unit, price})."""
+    """A column name's words, case, separators and a plural ``s`` ignored (``'Unit Prices'`` ->
+    {unit, price})."""
     spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", name)
-    return frozenset(t for t in re.split(r"[^a-z0-9]+", spaced.casefold()) if t)
+    words = (t for t in re.split(r"[^a-z0-9]+", spaced.casefold()) if t)
+    return frozenset(t[:-1] if len(t) > 3 and t.endswith("s") and not t.endswith("ss") else t for t in words)
 
 
 def name_similarity(a: str, b: str) -> float:

@@ -48,6 +48,9 @@ FILTER_PRIOR = {"eq": 0.03, "ne": 0.006, "in": 0.004, "shown": 0.03, "threshold"
 example rows show."""
 MAX_CATEGORY = 30
 """Text columns with more distinct values than this get no equality filters."""
+MIN_AGREEMENT = 0.25
+"""Rows repeating a key must agree on at least this share of their other columns
+(:func:`_versions`) for the key to be deduplicated on."""
 MAX_SET_VALUES = 12
 """Text columns with more distinct values than this get no ``in`` filters (a category, not names)."""
 
@@ -76,7 +79,8 @@ def _derive(op: str, column: str, **extra: Any) -> Step:
 
 def rewrites(facts: Mapping[str, ColumnFacts], target: Mapping[str, TargetFacts]) -> list[Option]:
     """The fixed rewrites of a table (parse numbers and dates, trim) and the alternative date
-    formats, as options (the first is the most likely)."""
+    formats, as options (the first is the most likely). A column of mostly numbers among words is
+    parsed when the example rows show it as numbers."""
     wants_dates = any(t.iso_dates for t in target.values())
     steps: list[Step] = []
     dated: list[ColumnFacts] = []
@@ -84,6 +88,8 @@ def rewrites(facts: Mapping[str, ColumnFacts], target: Mapping[str, TargetFacts]
         shown = target.get(f.name)
         if f.kind == "number_text" and (shown is None or shown.numeric):
             steps.append(_derive("number", f.name))
+        elif f.kind == "text" and shown is not None and shown.numeric and f.numbers >= 0.5:
+            steps.append(_derive("number", f.name))  # numbers among a few words ('NV', 'TBC')
         elif f.kind == "date_text" and wants_dates:
             dated.append(f)
         elif f.spaces:
@@ -136,8 +142,13 @@ def cleanings(frame: pd.DataFrame, target: Mapping[str, TargetFacts]) -> list[Op
             )
         ]
     distinct = frame.drop_duplicates()
-    keys = [f for f in facts.values() if _repeated_key(distinct[f.name], f)]
-    key = min(keys, key=lambda f: (f.name not in target, -distinct[f.name].nunique()), default=None)
+    keys = {
+        f.name: agreement
+        for f in facts.values()
+        if _repeated_key(distinct[f.name], f) and (agreement := _versions(distinct, f.name)) >= MIN_AGREEMENT
+    }
+    key = max(keys, key=lambda k: (keys[k], k in target, distinct[k].nunique()), default=None)
+    key = facts[key] if key is not None else None
     if key is not None:  # a key the output shows is likelier one row per key
         p = 0.6 if key.name in target else 0.3
         options = [
@@ -162,15 +173,28 @@ def _other_case(column: pd.Series, case: str) -> bool:
 
 
 def _repeated_key(column: pd.Series, facts: ColumnFacts) -> bool:
-    """A column that is nearly a key (filled, at least 75% distinct, not measured in fractions,
-    not dates: a day is shared, not an identity) and still repeats a value once exact duplicate
-    rows are gone."""
+    """A column that could identify rows (filled, a third of its values distinct or more, not
+    measured in fractions, not dates: a day is shared, not an identity) and still repeats a value
+    once exact duplicate rows are gone."""
     if facts.kind not in ("text", "number") or (facts.kind == "number" and not facts.integer):
         return False
     if facts.kind == "text" and column.astype(str).str.match(ISO_DATE).all():
         return False
     filled = column.notna().all()
-    return bool(filled and column.duplicated().any() and column.nunique() >= 0.75 * len(column))
+    return bool(filled and column.duplicated().any() and column.nunique() >= len(column) / 3)
+
+
+def _versions(distinct: pd.DataFrame, key: str) -> float:
+    """How much rows that repeat a value of ``key`` agree on the other columns (the share of
+    (repeated value, other column) pairs with one value): versions of one record (a change log:
+    its attributes stay, its status changes) agree, different records that happen to share a
+    value do not."""
+    others = [c for c in distinct.columns if c != key]
+    repeated = distinct[distinct[key].duplicated(keep=False)]
+    if not others or repeated.empty:
+        return 0.0
+    same = repeated.groupby(key, dropna=False)[others].nunique(dropna=False) <= 1
+    return float(same.to_numpy().mean())
 
 
 def joins(
@@ -192,10 +216,11 @@ def joins(
                 continue
             overlap = float(column.astype(str).isin(have).mean())
             if overlap >= 0.5:
-                pairs.append((overlap + 0.1 * name_similarity(str(left), str(right)), str(left), str(right)))
+                score = overlap + 0.1 * name_similarity(str(left), str(right))
+                pairs.append((score, overlap, str(left), str(right)))
     pairs.sort(key=lambda p: -p[0])
     options = []
-    for rank, (overlap, left, right) in enumerate(pairs[:2]):
+    for rank, (_, overlap, left, right) in enumerate(pairs[:2]):
         prior = math.log(0.8 if rank == 0 else 0.2)
         duty = JoinDuty(left_on=left, right_on=right)
         unmatched = math.log(0.5) if overlap < 1.0 else 0.0  # the less likely of inner and left
@@ -227,11 +252,12 @@ def filters(frame: pd.DataFrame, examples: pd.DataFrame) -> list[Option]:
     }
     out, seen = [], set()
     for option in sorted(singles, key=lambda o: -o.log_prior):
-        kept, _ = apply_node(Role.FILTER, option.steps[0].duty, [frame], "small")
+        duty = option.steps[0].duty
+        kept, _ = apply_node(Role.FILTER, duty, [frame[[duty.column]]], "small")  # the rows it keeps
         rows = kept.index.to_numpy()
         if len(rows) == len(frame) or rows.tobytes() in seen:
             continue
-        if all(_shown_values(kept[name], values) is not None for name, values in shown.items()):
+        if all(_shown_values(frame[name].iloc[rows], values) is not None for name, values in shown.items()):
             seen.add(rows.tobytes())
             out.append(option)
     return out
@@ -270,9 +296,9 @@ def _column_filters(
 
 
 def _repeats(counts: pd.Series) -> bool:
-    """Whether most of a text column's values occur more than once: a category to filter on, not
-    free text or names written once per row."""
-    return bool((counts > 1).sum() * 2 >= len(counts))
+    """Whether a text column holds a category to filter on: few values for its rows, or most of
+    its values written more than once; not free text or names written once per row."""
+    return bool(len(counts) * 2 <= counts.sum() or (counts > 1).sum() * 2 >= len(counts))
 
 
 def _shown_values(column: pd.Series, shown: pd.Series | None) -> pd.Series | None:

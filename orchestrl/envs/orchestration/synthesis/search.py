@@ -44,6 +44,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from orchestrl.envs.orchestration import ops
 from orchestrl.envs.orchestration.ops import binary
 from orchestrl.envs.orchestration.plans import apply_node
 from orchestrl.envs.orchestration.spec import (
@@ -84,6 +85,9 @@ MAX_BASES = 16
 """Cleaned and joined tables (before filters) searched at most."""
 HEAD = 0.5
 """Probability that the example rows are the first rows of the wanted table, in order."""
+WHOLE = 0.9
+"""Probability that fewer example rows than asked for are the whole wanted table (the README asks
+for the first 5 rows, all of them when the table has fewer)."""
 
 
 @dataclass(frozen=True)
@@ -291,12 +295,14 @@ def _joined(fact: pd.DataFrame, steps: tuple[Step, ...], tables: Mapping[str, pd
 
 
 def _filter_plans(singles: list[Option]) -> list[Option]:
-    """No filter, each single filter, and pairs of the likeliest on different columns."""
+    """No filter, each single filter, pairs of the likeliest on different columns, and triples
+    of the likeliest of all."""
     plans = [Option(0.0, ()), *singles]
-    top = singles[:24]
-    for a, b in itertools.combinations(top, 2):
-        if a.steps[0].duty.column != b.steps[0].duty.column:
-            plans.append(Option(a.log_prior + b.log_prior, a.steps + b.steps))
+    for size, top in ((2, singles[:24]), (3, singles[:10])):
+        for combo in itertools.combinations(top, size):
+            if len({o.steps[0].duty.column for o in combo}) == size:
+                steps = tuple(step for o in combo for step in o.steps)
+                plans.append(Option(sum(o.log_prior for o in combo), steps))
     return sorted(plans, key=lambda o: -o.log_prior)
 
 
@@ -334,10 +340,14 @@ def finish(
 
 def log_likelihood(output: pd.DataFrame, examples: pd.DataFrame) -> float:
     """Log-probability of the example rows given a program's output that holds them: the first
-    rows of the output with probability :data:`HEAD`, else ``n`` of its rows at random."""
-    n = len(examples)
-    head = HEAD if _heads(output, examples) else 0.0
-    return math.log(head + (1 - HEAD) / math.comb(max(len(output), n), n))
+    rows of the output with probability :data:`HEAD`, else ``n`` of its rows at random. Fewer rows
+    than a user is asked for (:data:`EXAMPLE_ROWS`) are the whole table with probability
+    :data:`WHOLE`."""
+    n, rows = len(examples), max(len(output), len(examples))
+    given = (HEAD if _heads(output, examples) else 0.0) + (1 - HEAD) / math.comb(rows, n)
+    if n < EXAMPLE_ROWS:
+        given = (WHOLE if rows == n else 0.0) + (1 - WHOLE) * given
+    return math.log(given)
 
 
 @dataclass(frozen=True)
@@ -523,17 +533,25 @@ def _measure(
     name: str,
 ) -> tuple[str, str | None] | None:
     """The first ``(fn, column)`` whose per-group values reproduce ``wanted`` on the examples' keys:
-    the functions the measure's name says first, then columns by name similarity."""
+    the functions the measure's name says first, then the columns the measure is named after
+    (``Transects``: the distinct transects; ``Birds``: the sum of ``birds``), the row count, and
+    the other columns by name similarity."""
     columns = sorted(
         (c for c in table.columns if str(c) not in by), key=lambda c: -name_similarity(str(c), name)
     )
+    named: list[tuple[str, str | None]] = []
     tried: list[tuple[str, str | None]] = [("size", None)]
     for column in columns:
         numeric = pd.api.types.is_numeric_dtype(table[column]) and not pd.api.types.is_bool_dtype(
             table[column]
         )
-        fns = AGGREGATES if numeric else ("count", "nunique", "size")
-        tried += [(fn, str(column)) for fn in fns if fn != "size"]
+        fns = AGGREGATES if numeric else ("nunique", "count")
+        pairs = [(fn, str(column)) for fn in fns if fn != "size"]
+        if name_similarity(str(column), name) >= 0.5:
+            named += pairs
+        else:
+            tried += pairs
+    tried = named + tried
     tried.sort(key=lambda pair: pair[0] not in facts.aggregates)  # stable: what the name says first
     want = wanted.to_numpy(dtype=float)
     series = {str(c): table[c] for c in columns}
@@ -680,14 +698,16 @@ def _finish_output(
 def _order(
     output: pd.DataFrame, examples: pd.DataFrame, facts: Mapping[str, TargetFacts], target_rows: int | None
 ) -> tuple[Step, ...] | None:
-    """A sort (and top-k) that puts the example rows first, when one does; () when the output
-    needs none; None when ``target_rows`` cannot be met."""
+    """A sort (and top-k) by a number column, or dates or times (:func:`..ops.sorts_as_text`),
+    that puts the example rows first, when one does; () when the output needs none; None when
+    ``target_rows`` cannot be met."""
     n = len(examples)
     if _heads(output, examples) and (target_rows is None or len(output) == target_rows):
         return ()
     for name in examples.columns:
         values = examples[name].dropna()
-        if len(values) < 2 or values.nunique() < 2 or not facts[str(name)].numeric:
+        sortable = facts[str(name)].numeric or ops.sorts_as_text(values)
+        if len(values) < 2 or values.nunique() < 2 or not sortable:
             continue
         for ascending in (False, True):
             ordered = values.is_monotonic_increasing if ascending else values.is_monotonic_decreasing
