@@ -1,4 +1,4 @@
-"""Recompute ``wanted.csv`` and ``target_example.csv`` for every held-out plan case.
+"""Recompute ``wanted.csv`` and ``target_example.csv`` for every fresh plan case.
 
 Each case folder holds its source exports (``<table>.csv``) and a ``case.json`` naming them. The wanted
 table of a case is what a data engineer would compute from those exports with the short pandas function
@@ -21,172 +21,174 @@ sys.path.insert(0, str(HERE.parent))
 from plan_corpus import CaseFn, Tables, iso_date, num, run  # noqa: E402
 
 
-def parcel_lockers_awaiting_collection(t: Tables) -> pd.DataFrame:
-    p = t["parcels"]
-    p = p[p["status"] == "Awaiting collection"].copy()
-    p["carrier"] = p["carrier"].str.strip()
-    p["deposited"] = iso_date(p["deposited"], "%d/%m/%Y")
-    m = p.merge(t["lockers"], on="locker_id")
-    cols = ["parcel_id", "location", "compartment", "carrier", "deposited", "recipient_mobile"]
-    return m.sort_values("deposited")[cols]
+def marina_overdue_berth_invoices(t: Tables) -> pd.DataFrame:
+    i = t["invoices"]
+    i = i[i["Status"] == "Overdue"].copy()
+    i["Outstanding"] = num(i["Amount"]) - num(i["Paid"])
+    m = i.merge(t["boats"], on="Boat ID")
+    m = m.sort_values("Outstanding", ascending=False)
+    return m[["Invoice No", "Berth", "Boat Name", "Owner", "Outstanding"]]
 
 
-def farmers_market_pitch_fees_by_category(t: Tables) -> pd.DataFrame:
-    b = t["pitch_bookings"].drop_duplicates()
-    b = b[b["Paid"] == "Yes"].copy()
-    b["Pitch Fee"] = num(b["Pitch Fee"])
-    m = b.merge(t["traders"], on="Trader ID")
-    g = m.groupby("Category", as_index=False).agg(
-        **{"Fees Paid": ("Pitch Fee", "sum"), "Traders": ("Trader ID", "nunique")}
+def music_lessons_by_teacher(t: Tables) -> pd.DataFrame:
+    les = t["lessons"]
+    les = les[les["status"] == "Attended"]
+    m = les.merge(t["teachers"], on="teacher_id")
+    g = m.groupby("teacher_name", as_index=False).agg(
+        Lessons=("lesson_id", "count"), Minutes=("length_min", "sum")
     )
-    return g.sort_values("Fees Paid", ascending=False)[["Category", "Fees Paid", "Traders"]]
+    g = g.rename(columns={"teacher_name": "Teacher"})
+    return g[["Teacher", "Lessons", "Minutes"]]
 
 
-def ice_rink_occupancy_by_session_type(t: Tables) -> pd.DataFrame:
-    s = t["sessions"].copy()
-    s["Sess Type"] = s["Sess Type"].str.title()
-    s["Occ %"] = num(s["Occ %"])
-    s = s.dropna(subset=["Occ %"])
-    g = s.groupby("Sess Type", as_index=False).agg(
-        **{"Sessions": ("Date", "count"), "Avg Occ %": ("Occ %", "mean")}
+def call_centre_handle_time_by_team(t: Tables) -> pd.DataFrame:
+    c = t["calls"].drop_duplicates()
+    c = c[c["outcome"] == "Answered"].copy()
+    c["handleSec"] = num(c["handleSec"])
+    m = c.merge(t["agents"], on="agentId")
+    g = m.groupby("team", as_index=False).agg(
+        answeredCalls=("callId", "count"), avgHandleSec=("handleSec", "mean")
+    )
+    g["avgHandleSec"] = g["avgHandleSec"].round(1)
+    return g[["team", "answeredCalls", "avgHandleSec"]]
+
+
+def car_wash_revenue_by_package(t: Tables) -> pd.DataFrame:
+    x = t["transactions"].drop_duplicates()
+    x = x[x["Payment"] != "Fleet Account"].copy()
+    x["Amount"] = num(x["Amount"])
+    g = x.groupby("Package", as_index=False).agg(Washes=("Txn ID", "count"), Revenue=("Amount", "sum"))
+    g["Revenue"] = g["Revenue"].round(2)
+    return g.sort_values("Revenue", ascending=False)[["Package", "Washes", "Revenue"]]
+
+
+def gas_meters_estimated_latest_reads(t: Tables) -> pd.DataFrame:
+    r = t["meter_reads"].drop_duplicates(subset=["MPRN"], keep="first")
+    r = r[r["Rdg Type"] == "E"].copy()
+    r["Rdg Date"] = iso_date(r["Rdg Date"], "%d-%b-%Y")
+    r["Reading"] = num(r["Reading"])
+    return r.sort_values("Rdg Date")[["MPRN", "Supply Address", "Rdg Date", "Reading"]]
+
+
+def greenhouse_climate_by_house(t: Tables) -> pd.DataFrame:
+    s = t["sensor_log"].copy()
+    s["rh"] = num(s["rh"])
+    s = s.dropna(subset=["rh"])
+    g = s.groupby("greenhouse", as_index=False).agg(avg_temp_c=("temp_c", "mean"), max_rh=("rh", "max"))
+    g["avg_temp_c"] = g["avg_temp_c"].round(1)
+    return g[["greenhouse", "avg_temp_c", "max_rh"]]
+
+
+def hospital_ward_occupancy(t: Tables) -> pd.DataFrame:
+    c = t["bed_census"].copy()
+    c["Occ%"] = num(c["Occ%"])
+    c = c.dropna(subset=["Occ%"])
+    g = c.groupby(["Site", "Ward"], as_index=False).agg(
+        **{"Avg Occ %": ("Occ%", "mean"), "Peak Occ Beds": ("OccBeds", "max")}
     )
     g["Avg Occ %"] = g["Avg Occ %"].round(1)
-    return g[["Sess Type", "Sessions", "Avg Occ %"]]
+    return g[["Site", "Ward", "Avg Occ %", "Peak Occ Beds"]]
 
 
-def board_game_cafe_top5_games(t: Tables) -> pd.DataFrame:
-    c = t["checkouts"]
-    c = c[c["minutesPlayed"] >= 10]
-    m = c.merge(t["games"], on="gameId")
-    g = m.groupby("title", as_index=False).agg(
-        checkouts=("checkoutId", "count"), totalPlayers=("players", "sum")
+def kennel_revenue_by_dog_size(t: Tables) -> pd.DataFrame:
+    s = t["stays"]
+    s = s[s["status"] == "Completed"]
+    k = t["kennels"].copy()
+    k["nightly_rate"] = num(k["nightly_rate"])
+    m = s.merge(t["dogs"], on="dog_id").merge(k, on="kennel_no")
+    m["revenue"] = m["nights"] * m["nightly_rate"]
+    g = m.groupby("size", as_index=False).agg(stays=("stay_id", "count"), revenue=("revenue", "sum"))
+    return g.sort_values("revenue", ascending=False)[["size", "stays", "revenue"]]
+
+
+def hardware_refunds_by_store_dept(t: Tables) -> pd.DataFrame:
+    r = t["returns"].drop_duplicates()
+    r = r[r["Reason"] != "Exchange"].copy()
+    r["Refund"] = num(r["Refund"])
+    m = r.merge(t["products"], on="SKU").merge(t["stores"], on="Store")
+    g = m.groupby(["Store Name", "Department"], as_index=False).agg(
+        Returns=("Return ID", "count"), Refunded=("Refund", "sum")
     )
-    return g.sort_values("checkouts", ascending=False).head(5)[["title", "checkouts", "totalPlayers"]]
+    g["Refunded"] = g["Refunded"].round(2)
+    return g[["Store Name", "Department", "Returns", "Refunded"]]
 
 
-def deductible_receipts_2026(t: Tables) -> pd.DataFrame:
-    r = t["receipts"]
-    r = r[r["Category"].isin(["Home Office", "Software", "Professional Development"])].copy()
-    r["Date"] = iso_date(r["Receipt Date"], "%d-%b-%Y")
-    r["Amount"] = num(r["Amount"])
-    return r.sort_values("Date")[["Date", "Merchant", "Category", "Amount"]]
+def student_housing_urgent_repairs(t: Tables) -> pd.DataFrame:
+    r = t["repair_requests"]
+    r = r[r["Priority"].isin(["Urgent", "High"]) & (r["Status"] != "Completed")].copy()
+    r["Category"] = r["Category"].str.strip().str.title()
+    r["Reported"] = iso_date(r["Reported"], "%d-%m-%Y")
+    return r.sort_values("Reported")[["Ticket", "Residence", "Room", "Category", "Priority", "Reported"]]
 
 
-def orchard_harvest_by_variety(t: Tables) -> pd.DataFrame:
-    h = t["harvest_log"]
-    h = h[h["Grade"] != "Juice"].copy()
-    h["Net Kg"] = num(h["Net Kg"])
-    m = h.merge(t["blocks"], on="Block")
-    g = m.groupby("Variety", as_index=False).agg(Bins=("Bins", "sum"), **{"Net Kg": ("Net Kg", "sum")})
-    return g.sort_values("Net Kg", ascending=False)[["Variety", "Bins", "Net Kg"]]
+def dance_school_outstanding_fees(t: Tables) -> pd.DataFrame:
+    f = t["fees"]
+    f = f[(f["Term"] == "Autumn 2026") & (f["Fee Status"] == "Outstanding")].copy()
+    f["Fee"] = num(f["Fee"])
+    p = t["pupils"].copy()
+    p["Pupil Name"] = p["Pupil Name"].str.strip()
+    m = f.merge(p, on="Pupil ID")
+    return m.sort_values("Pupil Name")[["Pupil Name", "Class", "Fee", "Parent/Guardian", "Mobile"]]
 
 
-def church_hall_hire_to_invoice(t: Tables) -> pd.DataFrame:
+def pest_control_follow_ups(t: Tables) -> pd.DataFrame:
+    v = t["visits"]
+    v = v[v["Follow-up"] == "Yes"].copy()
+    v["Visit Date"] = iso_date(v["Visit Date"], "%d %b %Y")
+    v["Pest"] = v["Pest"].str.strip()
+    v["Technician"] = v["Technician"].str.strip()
+    m = v.merge(t["clients"], on="Account", how="left")
+    return m[["Visit #", "Visit Date", "Business Name", "Phone", "Pest", "Technician"]]
+
+
+def photo_studio_top3_photographers(t: Tables) -> pd.DataFrame:
     b = t["bookings"]
-    b = b[b["Invoice Status"] == "To invoice"]
-    r = t["rooms"].copy()
-    r["Hourly Rate"] = num(r["Hourly Rate"])
-    m = b.merge(r, on="Room Code").merge(t["hirers"], on="Hirer ID")
-    m["Charge"] = m["Hours"] * m["Hourly Rate"]
-    return m[["Booking Ref", "Date", "Organisation", "Email", "Site", "Room", "Hours", "Charge"]]
+    b = b[b["status"] == "Completed"].copy()
+    b["fee"] = num(b["fee"])
+    m = b.merge(t["photographers"], on="photographerId")
+    g = m.groupby("fullName", as_index=False).agg(shoots=("bookingId", "count"), totalFees=("fee", "sum"))
+    return g.sort_values("totalFees", ascending=False).head(3)[["fullName", "shoots", "totalFees"]]
 
 
-def it_spare_laptops_in_stock(t: Tables) -> pd.DataFrame:
-    a = t["asset_changes"].drop_duplicates(subset=["AssetTag"], keep="first")
-    a = a[(a["DeviceType"] == "Laptop") & (a["Status"] == "In Stock")].copy()
-    a["ChangedOn"] = iso_date(a["ChangedOn"], "%m/%d/%Y")
-    return a[["AssetTag", "Model", "Location", "ChangedOn"]]
-
-
-def print_shop_trade_revenue_by_category(t: Tables) -> pd.DataFrame:
-    j = t["jobs"]
-    j = j[j["status"].isin(["Collected", "Delivered"])]
-    p = t["products"].copy()
-    p["unit_price"] = num(p["unit_price"])
-    m = j.merge(p, on="product_code").merge(t["customers"], on="cust_code")
-    m = m[m["account_type"] == "Trade"].copy()
-    m["value"] = m["qty"] * m["unit_price"]
-    g = m.groupby("category", as_index=False).agg(jobs=("job_no", "count"), revenue=("value", "sum"))
-    g["revenue"] = g["revenue"].round(2)
-    return g.sort_values("revenue", ascending=False)[["category", "jobs", "revenue"]]
-
-
-def recruitment_top3_consultants_q3(t: Tables) -> pd.DataFrame:
-    p = t["placements"]
-    p = p[p["Status"] == "Started"].copy()
-    p["Fee"] = num(p["Fee"])
-    m = p.merge(t["consultants"], on="Consultant ID")
-    g = m.groupby("Name", as_index=False).agg(Placements=("Placement ID", "count"), Fees=("Fee", "sum"))
-    g = g.rename(columns={"Name": "Consultant"})
-    return g.sort_values("Fees", ascending=False).head(3)[["Consultant", "Placements", "Fees"]]
-
-
-def bus_route_average_delay(t: Tables) -> pd.DataFrame:
-    r = t["trip_log"].drop_duplicates().copy()
-    r["delay_min"] = num(r["delay_min"])
-    r = r.dropna(subset=["delay_min"])
-    g = r.groupby("route", as_index=False).agg(
-        trips=("trip_id", "count"), avg_delay_min=("delay_min", "mean")
+def driving_school_top3_manual_instructors(t: Tables) -> pd.DataFrame:
+    m = t["lessons"].merge(t["pupils"], on="PupilId").merge(t["instructors"], on="InstructorId")
+    m = m[m["Transmission"] == "Manual"]
+    g = m.groupby("InstructorName", as_index=False).agg(
+        ManualHours=("Hours", "sum"), Pupils=("PupilId", "nunique")
     )
-    g["avg_delay_min"] = g["avg_delay_min"].round(1)
-    return g.sort_values("avg_delay_min", ascending=False)[["route", "trips", "avg_delay_min"]]
+    g = g.sort_values("ManualHours", ascending=False).head(3)
+    return g[["InstructorName", "ManualHours", "Pupils"]]
 
 
-def translation_words_by_language_pair(t: Tables) -> pd.DataFrame:
-    j = t["jobs"]
-    j = j[j["Status"].isin(["Delivered", "Invoiced"])].copy()
-    j["Target Lang"] = j["Target Lang"].str.strip()
-    j["Words"] = num(j["Words"])
-    g = j.groupby(["Source Lang", "Target Lang"], as_index=False).agg(
-        Jobs=("Job No", "count"), Words=("Words", "sum")
-    )
-    return g[["Source Lang", "Target Lang", "Jobs", "Words"]]
-
-
-def pottery_top3_glaze_members(t: Tables) -> pd.DataFrame:
-    k = t["kiln_tickets"]
-    k = k[k["outcome"] == "OK"]
-    m = k.merge(t["firings"], on="firing_no").merge(t["members"], on="member_no")
-    m = m[m["firing_type"] == "Glaze"]
+def cycling_club_top5_riders(t: Tables) -> pd.DataFrame:
+    r = t["rides"]
+    r = r[r["ride_type"] == "Club run"].copy()
+    r["distance_km"] = num(r["distance_km"])
+    r = r.dropna(subset=["distance_km"])
+    m = r.merge(t["riders"], on="rider_id")
     g = m.groupby("name", as_index=False).agg(
-        pieces=("pieces", "sum"), glaze_firings=("firing_no", "nunique")
+        club_runs=("ride_date", "count"), total_km=("distance_km", "sum")
     )
-    return g.sort_values("pieces", ascending=False).head(3)[["name", "pieces", "glaze_firings"]]
-
-
-def charity_shop_takings_by_department(t: Tables) -> pd.DataFrame:
-    s = t["till_export"].drop_duplicates().copy()
-    s["Price"] = num(s["Price"])
-    m = s.merge(t["departments"], on="Dept Code")
-    g = m.groupby("Department", as_index=False).agg(Items=("Txn", "count"), Takings=("Price", "sum"))
-    g["Takings"] = g["Takings"].round(2)
-    return g[["Department", "Items", "Takings"]]
-
-
-def astronomy_good_seeing_log(t: Tables) -> pd.DataFrame:
-    o = t["observations"]
-    o = o[o["Seeing (1-5)"] >= 4]
-    m = o.merge(t["objects"], on="Object", how="left")
-    cols = ["Date", "Object", "Common Name", "Type", "Constellation", "Mag"]
-    return m.sort_values("Mag")[cols]
+    g["total_km"] = g["total_km"].round(1)
+    return g.sort_values("total_km", ascending=False).head(5)[["name", "club_runs", "total_km"]]
 
 
 CASES: dict[str, CaseFn] = {
-    "01_parcel_lockers_awaiting_collection": parcel_lockers_awaiting_collection,
-    "02_farmers_market_pitch_fees_by_category": farmers_market_pitch_fees_by_category,
-    "03_ice_rink_occupancy_by_session_type": ice_rink_occupancy_by_session_type,
-    "04_board_game_cafe_top5_games": board_game_cafe_top5_games,
-    "05_deductible_receipts_2026": deductible_receipts_2026,
-    "06_orchard_harvest_by_variety": orchard_harvest_by_variety,
-    "07_church_hall_hire_to_invoice": church_hall_hire_to_invoice,
-    "08_it_spare_laptops_in_stock": it_spare_laptops_in_stock,
-    "09_print_shop_trade_revenue_by_category": print_shop_trade_revenue_by_category,
-    "10_recruitment_top3_consultants_q3": recruitment_top3_consultants_q3,
-    "11_bus_route_average_delay": bus_route_average_delay,
-    "12_translation_words_by_language_pair": translation_words_by_language_pair,
-    "13_pottery_top3_glaze_members": pottery_top3_glaze_members,
-    "14_charity_shop_takings_by_department": charity_shop_takings_by_department,
-    "15_astronomy_good_seeing_log": astronomy_good_seeing_log,
+    "01_marina_overdue_berth_invoices": marina_overdue_berth_invoices,
+    "02_music_lessons_by_teacher": music_lessons_by_teacher,
+    "03_call_centre_handle_time_by_team": call_centre_handle_time_by_team,
+    "04_car_wash_revenue_by_package": car_wash_revenue_by_package,
+    "05_gas_meters_estimated_latest_reads": gas_meters_estimated_latest_reads,
+    "06_greenhouse_climate_by_house": greenhouse_climate_by_house,
+    "07_hospital_ward_occupancy": hospital_ward_occupancy,
+    "08_kennel_revenue_by_dog_size": kennel_revenue_by_dog_size,
+    "09_hardware_refunds_by_store_dept": hardware_refunds_by_store_dept,
+    "10_student_housing_urgent_repairs": student_housing_urgent_repairs,
+    "11_dance_school_outstanding_fees": dance_school_outstanding_fees,
+    "12_pest_control_follow_ups": pest_control_follow_ups,
+    "13_photo_studio_top3_photographers": photo_studio_top3_photographers,
+    "14_driving_school_top3_manual_instructors": driving_school_top3_manual_instructors,
+    "15_cycling_club_top5_riders": cycling_club_top5_riders,
 }
 
 

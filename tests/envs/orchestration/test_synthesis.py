@@ -529,3 +529,23 @@ def test_a_category_with_one_common_value_and_rare_others_is_filtered_on() -> No
     )
     labels = [o.label for o in filters(animals, pd.DataFrame({"name": ["pet0"]}))]
     assert "outcome eq adopted" in labels and not any(label.startswith("name") for label in labels)
+
+
+def test_dates_written_day_month_name_year_with_dashes_are_dates() -> None:
+    facts = column_facts(pd.DataFrame({"Receipt Date": ["16-Nov-2026", "04-Nov-2026", "19-Oct-2026"]}))
+    assert facts["Receipt Date"].kind == "date_text" and "%d-%b-%Y" in facts["Receipt Date"].date_formats
+
+
+def test_everything_but_one_value_is_a_filter_on_a_status_not_on_a_day_or_a_customer() -> None:
+    jobs = pd.DataFrame(
+        {
+            "day": [
+                f"2026-11-{d:02d}" for d in (2, 2, 3, 4, 4, 5, 6, 9, 9, 10, 11, 12, 12, 13, 16, 17, 18, 18)
+            ],
+            "customer": ["C1", "C2", "C3", "C4", "C5", "C6", "C7", "C8", "C9"] * 2,
+            "status": ["done", "done", "open", "done", "void", "done"] * 3,
+        }
+    )
+    ops_on = {(o.steps[0].duty.column, o.steps[0].duty.op) for o in filters(jobs, pd.DataFrame({"x": [1]}))}
+    assert ("status", "ne") in ops_on and ("customer", "eq") in ops_on
+    assert ("day", "ne") not in ops_on and ("customer", "ne") not in ops_on

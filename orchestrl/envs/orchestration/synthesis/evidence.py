@@ -29,6 +29,8 @@ DATE_FORMATS = (
     "%m/%d/%y",
     "%d/%m/%y",
     "%d %b %Y",
+    "%d-%b-%Y",
+    "%d-%b-%y",
     "%b %d %Y",
     "%b %d, %Y",
     "%d %B %Y",

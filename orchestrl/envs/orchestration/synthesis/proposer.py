@@ -7,14 +7,18 @@ lists and no random draws:
   non-ISO format are written as ISO dates when the example rows show ISO dates, stray spaces are
   trimmed; optional, as alternatives with their priors: one letter case for a column that holds a
   value in several or that the example rows show in one case (that case, else the most common),
-  dropping exact duplicate rows, dropping rows that repeat a key (likelier when the output shows
-  the key);
+  dropping exact duplicate rows, dropping rows that repeat a key, the column whose repeated rows
+  agree most on the others (versions of one record in a change log; likelier when the output shows
+  the key); a column of numbers among a few words is parsed when the example rows show numbers;
 - joins (:func:`joins`): the fact table's column and the other table's nearly unique column whose
   values overlap most (names decide between equal overlaps), inner, and left where keys go
-  unmatched;
-- filters (:func:`filters`): equal / not equal on a value that occurs, in a set of values (those the
-  example rows show, or two of the commonest), numeric thresholds at the roundest number of each
-  gap between the data's values, not-null on a column with missing values.
+  unmatched (the likelier of the two when the output lists the fact table's rows);
+- filters (:func:`filters`): on a category (few values for its rows, or values written more than
+  once) equal on a value that occurs, not equal on one of a small text category's values, in a set
+  of values (those the example rows show, or two of the commonest); numeric thresholds at the
+  roundest number of each gap between the data's values; not-null on a column with missing values.
+  A filter is the rows it keeps: none that keeps every row, repeats a likelier one's rows, or
+  drops every row holding a value the example rows show.
 
 A prior is the probability a person writing the pipeline would take the step before seeing the
 example rows; :mod:`.search` adds what the example rows say.
@@ -51,6 +55,9 @@ MAX_CATEGORY = 30
 MIN_AGREEMENT = 0.25
 """Rows repeating a key must agree on at least this share of their other columns
 (:func:`_versions`) for the key to be deduplicated on."""
+MAX_EXCLUDED = 8
+"""Text columns with more distinct values than this get no not-equal filters (everything but one
+status or type, not everything but one day or customer)."""
 MAX_SET_VALUES = 12
 """Text columns with more distinct values than this get no ``in`` filters (a category, not names)."""
 
@@ -278,7 +285,7 @@ def _column_filters(
             share = count / rows
             if 0.01 < share < 0.99:
                 out.append(_filter(name, "eq", str(value), "eq"))
-                if share > 0.05:
+                if share > 0.05 and f.distinct <= MAX_EXCLUDED and f.kind == "text":
                     out.append(_filter(name, "ne", str(value), "ne"))
         if f.distinct <= MAX_SET_VALUES:
             for group, read_off in _value_sets(counts, shown):

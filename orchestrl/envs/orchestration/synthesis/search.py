@@ -13,19 +13,21 @@ prior; the rest is deduced from the example rows on each resulting table (:func:
   product/sum/difference/ratio of two) that reproduces every example row's value, those its name
   says (``avg``, ``total``, ``unique``...) tried first;
 - then **order** (a sort, and top-k, when the example rows are the head of the output sorted by
-  one of its columns; ``k`` is ``target_rows`` when given, else the number of example rows when
-  they are fewer than :data:`EXAMPLE_ROWS`), **rounding** (where the example rows show fewer
-  decimals than the values have and only the rounded values hold them), and a **select** that
-  names and orders the target's columns.
+  one of its number, date or time columns; ``k`` is ``target_rows`` when given, else the number
+  of example rows when they are fewer than :data:`EXAMPLE_ROWS`), **rounding** (where the example
+  rows show fewer decimals than the values have and only the rounded values hold them), and a
+  **select** that names and orders the target's columns.
 
 A candidate *holds* the examples when its output has the target's columns and every example row
 (and ``target_rows`` rows when given). Among the candidates that hold them the posterior decides:
 the prior of the steps plus the log-likelihood of the example rows. A user is asked for the first
 rows of the wanted table but may give any few: with probability :data:`HEAD` the examples are the
 output's first ``n`` rows in order, otherwise ``n`` of its ``N`` rows drawn at random
-(``1 / C(N, n)``). So a filter (or sort) that makes the examples the head of the output, or leaves
-few rows besides them, is believed as far as the evidence outweighs its prior. A filter keeping
-the values the example rows show pays for being one of the column's many sets of that size.
+(``1 / C(N, n)``); fewer rows than asked for are the whole table with probability :data:`WHOLE`.
+So a filter (or sort) that makes the examples the head of the output, or leaves few rows besides
+them, is believed as far as the evidence outweighs its prior. A filter keeping the values the
+example rows show pays for being one of the column's many sets of that size. Up to three filters
+are combined.
 
 Every step is a node of the orchestration spec (:mod:`..spec`), run by the same :mod:`..ops`
 code as the sandbox (in this process while searching, reading only the public inputs).
@@ -83,6 +85,8 @@ CLEANINGS = 8
 """Cleaning alternatives kept per table, likeliest first."""
 MAX_BASES = 16
 """Cleaned and joined tables (before filters) searched at most."""
+PER_COLUMN = 4
+"""Filters of one column among those combined into pairs and triples."""
 HEAD = 0.5
 """Probability that the example rows are the first rows of the wanted table, in order."""
 WHOLE = 0.9
@@ -296,9 +300,17 @@ def _joined(fact: pd.DataFrame, steps: tuple[Step, ...], tables: Mapping[str, pd
 
 def _filter_plans(singles: list[Option]) -> list[Option]:
     """No filter, each single filter, pairs of the likeliest on different columns, and triples
-    of the likeliest of all."""
+    of the likeliest of all (at most :data:`PER_COLUMN` filters of one column among them, so that
+    one column's many values do not crowd out the others)."""
     plans = [Option(0.0, ()), *singles]
-    for size, top in ((2, singles[:24]), (3, singles[:10])):
+    per_column: dict[str, int] = {}
+    likeliest = []
+    for option in singles:
+        column = option.steps[0].duty.column
+        per_column[column] = per_column.get(column, 0) + 1
+        if per_column[column] <= PER_COLUMN:
+            likeliest.append(option)
+    for size, top in ((2, likeliest[:24]), (3, likeliest[:10])):
         for combo in itertools.combinations(top, size):
             if len({o.steps[0].duty.column for o in combo}) == size:
                 steps = tuple(step for o in combo for step in o.steps)
