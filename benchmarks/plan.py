@@ -3,7 +3,7 @@ between the env's generated tasks and the same tasks handed over as CSV files.
 
 Corpora written by hand, not by the env's generator (see their READMEs):
 ``tests/data/plan_cases/`` (``dev``: the synthesiser was tuned while looking at it);
-``tests/data/plan_cases_seen{,_b,_c,_d}/`` (``seen`` to ``seen_d``: earlier held-out sets,
+``tests/data/plan_cases_seen{,_b,_c,_d,_e}/`` (``seen`` to ``seen_e``: earlier held-out sets,
 each measured blind once, its figure kept in its README, then looked at and used for tuning); and
 ``tests/data/plan_cases_heldout/`` (``heldout``: written afterwards by someone who had not seen
 the planner, never used for tuning; its figures are the ones that say how ``plan`` does on new
@@ -59,6 +59,7 @@ CORPORA = {
     "seen_b": DATA / "plan_cases_seen_b",
     "seen_c": DATA / "plan_cases_seen_c",
     "seen_d": DATA / "plan_cases_seen_d",
+    "seen_e": DATA / "plan_cases_seen_e",
     "heldout": DATA / "plan_cases_heldout",
 }
 

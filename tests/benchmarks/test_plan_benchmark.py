@@ -33,6 +33,9 @@ def test_exact_needs_the_columns_in_order_every_row_and_the_order_when_asked(ben
 
 
 def test_one_case_per_corpus_is_planned_and_scored(bench: ModuleType) -> None:
+    """The first case of every corpus is planned from its CSV files and scored against its wanted
+    table (a held-out case may be missed: only the dev case must be exact); a wanted table with a
+    row taken away never scores."""
     planner = Planner()
     try:
         for name, corpus in bench.CORPORA.items():
@@ -40,7 +43,8 @@ def test_one_case_per_corpus_is_planned_and_scored(bench: ModuleType) -> None:
             case = bench.load_case(folder)
             plan = planner.plan(case["sources"], case["examples"], target_rows=case["target_rows"])
             assert plan.match.ok, (name, folder.name, plan.notes)
-            assert bench.score(case, plan.spec_yaml), (name, folder.name)
+            exact = bench.score(case, plan.spec_yaml)
+            assert exact or name != "dev", (name, folder.name)
             wrong = {**case, "wanted": case["wanted"].iloc[1:]}
             assert not bench.score(wrong, plan.spec_yaml)
     finally:

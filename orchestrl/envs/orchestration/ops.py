@@ -261,18 +261,22 @@ def op_aggregate(df: pd.DataFrame, by, column, fn: str, name: str, capacity: str
 
 
 def sorts_as_text(s: pd.Series) -> bool:
-    """A text column of digits written in one fixed shape (``2026-10-01``, ``3:04:12``): sorted as
-    text, its values fall in their own order (dates and times in time order)."""
+    """A text column sorted as text: words, none of which reads as a number (names, in
+    alphabetical order), or digits written in one fixed shape (``2026-10-01``, ``3:04:12``: dates
+    and times in time order)."""
     values = s.dropna()
     if not _is_text(s) or values.empty:
         return False
     shapes = {_DIGIT.sub("9", str(v)) for v in values}
-    return len(shapes) == 1 and not any(c.isalpha() for c in next(iter(shapes))) and "9" in next(iter(shapes))
+    shape = next(iter(shapes))
+    if len(shapes) == 1 and "9" in shape and not any(c.isalpha() for c in shape):
+        return True
+    return all(parse_number(v) is None for v in values.unique())
 
 
 def op_topk(df: pd.DataFrame, column, k, ascending: bool, capacity: str):
     """The ``k`` rows with the largest (or smallest) ``column`` (every row, sorted, when ``k`` is
-    None): numbers, or dates and times written in one shape (:func:`sorts_as_text`); ties broken
+    None): numbers, or names, dates and times (:func:`sorts_as_text`); ties broken
     by the other columns, so the kept rows never depend on the input's row order. Base duty: top
     10 by the first number."""
     column = _first(df, numeric=True) if column is None else column

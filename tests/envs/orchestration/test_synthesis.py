@@ -549,3 +549,20 @@ def test_everything_but_one_value_is_a_filter_on_a_status_not_on_a_day_or_a_cust
     ops_on = {(o.steps[0].duty.column, o.steps[0].duty.op) for o in filters(jobs, pd.DataFrame({"x": [1]}))}
     assert ("status", "ne") in ops_on and ("customer", "eq") in ops_on
     assert ("day", "ne") not in ops_on and ("customer", "ne") not in ops_on
+
+
+def test_a_list_sorted_by_name_is_sorted_by_that_name() -> None:
+    """Outstanding fees, the pupils in alphabetical order (the export lists them by invoice)."""
+    fees = pd.DataFrame(
+        {
+            "invoice": [f"F{i}" for i in range(1, 11)],
+            "pupil": ["Molly", "Ava", "Liam", "Ella", "Zoe", "Cian", "Noah", "Grace", "Amy", "Finn"],
+            "status": ["due", "due", "paid", "due", "paid", "due", "due", "due", "paid", "due"],
+            "fee": [95.0, 120.0, 110.0, 130.0, 100.0, 130.0, 90.0, 160.0, 105.0, 140.0],
+        }
+    )
+    wanted = fees[fees.status == "due"].sort_values("pupil")[["pupil", "fee"]].reset_index(drop=True)
+    found = synthesise({"fees": fees}, wanted.head(5))
+    assert found.spec is not None, found
+    output = run_spec({"fees": fees}, found.spec).output.reset_index(drop=True)
+    assert same_table(output, wanted)

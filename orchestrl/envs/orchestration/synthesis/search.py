@@ -13,7 +13,7 @@ prior; the rest is deduced from the example rows on each resulting table (:func:
   product/sum/difference/ratio of two) that reproduces every example row's value, those its name
   says (``avg``, ``total``, ``unique``...) tried first;
 - then **order** (a sort, and top-k, when the example rows are the head of the output sorted by
-  one of its number, date or time columns; ``k`` is ``target_rows`` when given, else the number
+  one of its number, name, date or time columns; ``k`` is ``target_rows`` when given, else the number
   of example rows when they are fewer than :data:`EXAMPLE_ROWS`), **rounding** (where the example
   rows show fewer decimals than the values have and only the rounded values hold them), and a
   **select** that names and orders the target's columns.
@@ -710,7 +710,7 @@ def _finish_output(
 def _order(
     output: pd.DataFrame, examples: pd.DataFrame, facts: Mapping[str, TargetFacts], target_rows: int | None
 ) -> tuple[Step, ...] | None:
-    """A sort (and top-k) by a number column, or dates or times (:func:`..ops.sorts_as_text`),
+    """A sort (and top-k) by a number column, or names, dates or times (:func:`..ops.sorts_as_text`),
     that puts the example rows first, when one does; () when the output needs none; None when
     ``target_rows`` cannot be met."""
     n = len(examples)
