@@ -178,6 +178,18 @@ def decimals_shown(series: pd.Series) -> int:
     return 6
 
 
+def values_occur(wanted: pd.Series, column: pd.Series, decimals: int) -> bool:
+    """Every filled value of ``wanted`` occurs in ``column``: numbers compared at ``decimals``
+    decimals, anything else as text."""
+    numeric = pd.api.types.is_numeric_dtype(column) and not pd.api.types.is_bool_dtype(column)
+    if numeric and pd.api.types.is_numeric_dtype(wanted):
+        have = np.round(column.to_numpy(dtype=float), decimals)
+        want = np.round(wanted.dropna().to_numpy(dtype=float), decimals)
+        return bool(np.isin(want, have).all())
+    have_text = set(column.dropna().astype(str))
+    return all(str(v) in have_text for v in wanted.dropna())
+
+
 def name_tokens(name: str) -> frozenset[str]:
     """A column name's words, case, separators and a plural ``s`` ignored (``'Unit Prices'`` ->
     {unit, price})."""

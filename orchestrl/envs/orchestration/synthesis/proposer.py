@@ -45,6 +45,7 @@ from orchestrl.envs.orchestration.synthesis.evidence import (
     column_facts,
     decimals_shown,
     name_similarity,
+    values_occur,
 )
 
 FILTER_PRIOR = {"eq": 0.03, "ne": 0.006, "in": 0.004, "shown": 0.03, "threshold": 0.02, "notnull": 0.03}
@@ -316,16 +317,10 @@ def _shown_values(column: pd.Series, shown: pd.Series | None) -> pd.Series | Non
     shown = shown.dropna()
     if shown.empty:
         return None
-    values = column.dropna()
-    if pd.api.types.is_numeric_dtype(values) and pd.api.types.is_numeric_dtype(shown):
-        if values.empty:
-            return None
-        tolerance = 0.5 * 10.0 ** -decimals_shown(shown) + 1e-9
-        data = values.to_numpy(dtype=float)
-        near = [float(np.abs(data - v).min()) <= tolerance for v in shown.to_numpy(dtype=float)]
-        return shown if all(near) else None
-    text = shown.astype(str)
-    return text if bool(text.isin(set(values.astype(str))).all()) else None
+    numeric = pd.api.types.is_numeric_dtype(column) and pd.api.types.is_numeric_dtype(shown)
+    if not values_occur(shown, column, decimals_shown(shown) if numeric else 0):
+        return None
+    return shown if numeric else shown.astype(str)
 
 
 def _filter(column: str, op: str, value: Any, kind: str) -> Option:

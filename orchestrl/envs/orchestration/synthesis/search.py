@@ -64,6 +64,7 @@ from orchestrl.envs.orchestration.synthesis.evidence import (
     column_facts,
     name_similarity,
     target_facts,
+    values_occur,
 )
 from orchestrl.envs.orchestration.synthesis.proposer import (
     Option,
@@ -393,12 +394,7 @@ def _holds_values(column: pd.Series, wanted: pd.Series, facts: TargetFacts) -> b
         return False
     if wanted.isna().any() and not column.isna().any():
         return False
-    if numeric:
-        have = np.round(column.to_numpy(dtype=float), facts.decimals)
-        want = np.round(wanted.dropna().to_numpy(dtype=float), facts.decimals)
-        return bool(np.isin(want, have).all())
-    have_text = set(column.dropna().astype(str))
-    return all(str(v) in have_text for v in wanted.dropna())
+    return values_occur(wanted, column, facts.decimals)
 
 
 def _rounded(column: pd.Series, facts: TargetFacts) -> pd.Series:
