@@ -166,6 +166,15 @@ class _Handle:
             _proc_cpu(pid, reaped=False) for pid in (self.init, self.supervisor)
         )
 
+    def gone(self) -> bool:
+        """Whether the worker has exited or is dying: an idle worker never speaks first, so a
+        readable socket is its end of file or its init's report of its death."""
+        watched = [self.sock, *(fd for fd in (self.pidfd,) if fd is not None)]
+        try:
+            return bool(select.select(watched, [], [], 0.0)[0])
+        except (OSError, ValueError):
+            return True
+
     def kill(self) -> None:
         """Kills the worker (and so, through its init, its PID namespace) and returns once it and
         its supervisor have exited, so no process of a retired worker is left when this returns."""
@@ -464,18 +473,27 @@ class SandboxPool:
         self._start_zygote()
 
     def _acquire(self) -> _Handle:
-        with self._lock:
-            while True:
-                if self._closed:
-                    raise RuntimeError("sandbox pool is closed")
-                if self._idle:
-                    handle = self._idle.pop()
-                    self._busy.add(handle)
-                    return handle
-                if len(self._busy) + self._spawning < self.size:
-                    self._spawning += 1  # reserves the slot while the worker starts
-                    break
-                self._lock.wait()
+        dead: list[_Handle] = []
+        try:
+            with self._lock:
+                while True:
+                    if self._closed:
+                        raise RuntimeError("sandbox pool is closed")
+                    while self._idle and self._idle[-1].gone():  # died between jobs (its zygote died)
+                        dead.append(self._idle.pop())
+                    if self._idle:
+                        handle = self._idle.pop()
+                        self._busy.add(handle)
+                        return handle
+                    if len(self._busy) + self._spawning < self.size:
+                        self._spawning += 1  # reserves the slot while the worker starts
+                        break
+                    self._lock.wait()
+        finally:
+            for handle in dead:  # no job is sent to a dead worker; its processes are reaped
+                handle.kill()
+                with self._lock:
+                    self.stats["recycled"] += 1
         try:
             handle = self._spawn()
         finally:
