@@ -141,7 +141,7 @@ UNARY_OPS = ("number", "date", "trim", "lower", "upper", "title", "round")
 """Rewrites of one column (``name`` may be ``left`` itself: cleaned in place): numbers parsed out
 of text (currency, thousands separators, percent signs), dates in ``fmt`` written as ISO dates,
 stray spaces trimmed, case normalised, numbers rounded to ``digits``."""
-DATE_FORMAT = r"^(?:%[dmyYbBHMS]|[-/. :T,])+$"
+DATE_FORMAT = r"^(?:%[aAdmyYbBHMS]|[-/. :T,])+$"
 
 
 class DeriveDuty(_Duty):

@@ -13,7 +13,7 @@ import pytest
 from orchestrl.envs.orchestration import ops
 from orchestrl.envs.orchestration.compiler import compile_spec
 from orchestrl.envs.orchestration.plans import run_spec
-from orchestrl.envs.orchestration.spec import Role, SpecError, parse_spec
+from orchestrl.envs.orchestration.spec import DeriveDuty, Role, SpecError, parse_spec
 from orchestrl.envs.orchestration.synthesis import synthesise
 from orchestrl.envs.orchestration.synthesis.evidence import column_facts, target_facts, unproducible
 from orchestrl.envs.orchestration.synthesis.proposer import cleanings, filters, joins
@@ -566,3 +566,34 @@ def test_a_list_sorted_by_name_is_sorted_by_that_name() -> None:
     assert found.spec is not None, found
     output = run_spec({"fees": fees}, found.spec).output.reset_index(drop=True)
     assert same_table(output, wanted)
+
+
+def test_a_per_group_sum_equal_to_some_row_s_amount_does_not_screen_out_the_filter() -> None:
+    """Paid amounts per region: region a's 30 and b's 60 are also the amounts of two unpaid
+    rows of region c; the example rows are not rows of the table (no row is region a with 30),
+    so their numbers are per-group values and the filter dropping those unpaid rows stays."""
+    sales = pd.DataFrame(
+        {
+            "region": ["a", "a", "b", "b", "c", "c", "d", "d"],
+            "status": ["paid", "paid", "paid", "paid", "unpaid", "unpaid", "paid", "unpaid"],
+            "amount": [10.0, 20.0, 25.0, 35.0, 30.0, 60.0, 7.0, 4.0],
+        }
+    )
+    paid = sales[sales.status == "paid"]
+    wanted = paid.groupby("region", as_index=False)["amount"].sum()
+    assert ("status", "eq", "paid") in {
+        (o.steps[0].duty.column, o.steps[0].duty.op, o.steps[0].duty.value) for o in filters(sales, wanted)
+    }
+    found = synthesise({"sales": sales}, wanted)
+    assert found.spec is not None, found
+    assert same_table(run_spec({"sales": sales}, found.spec).output, wanted)
+
+
+def test_dates_with_the_weekday_written_first_are_dates() -> None:
+    facts = column_facts(pd.DataFrame({"Date": ["Sat 14/11/2026", "Mon 16/11/2026", "Thu 19/11/2026"]}))
+    assert facts["Date"].kind == "date_text" and "%a %d/%m/%Y" in facts["Date"].date_formats
+    duty = DeriveDuty(name="Date", op="date", left="Date", fmt="%a %d/%m/%Y")  # a valid spec
+    frame, _ = ops.op_derive(
+        pd.DataFrame({"Date": ["Sat 14/11/2026"]}), duty.name, duty.op, duty.left, None, "small", fmt=duty.fmt
+    )
+    assert frame["Date"].tolist() == ["2026-11-14"]

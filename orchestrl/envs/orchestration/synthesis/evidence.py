@@ -35,6 +35,12 @@ DATE_FORMATS = (
     "%b %d, %Y",
     "%d %B %Y",
     "%B %d, %Y",
+    "%a %m/%d/%Y",
+    "%a %d/%m/%Y",
+    "%a %d/%m/%y",
+    "%a %d %b %Y",
+    "%a, %d %b %Y",
+    "%A %d %B %Y",
 )
 """Non-ISO date formats an export may use, in the order tried (month first before day first)."""
 ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")

@@ -248,7 +248,8 @@ def filters(frame: pd.DataFrame, examples: pd.DataFrame) -> list[Option]:
     """Single filters on ``frame``'s columns with their priors, most likely first. A filter is
     the rows it keeps: one that keeps every row, or the same rows as a likelier one, is left
     out, and so is one that drops every row holding a value the example rows show of a column
-    (a group key, or a column of the output's rows: :func:`_shown_values`)."""
+    (a group key, or a column of the output's rows: :func:`_shown_values`; numbers only when the
+    example rows are rows of ``frame``, :func:`_rows_shown`)."""
     frame = frame.reset_index(drop=True)
     singles = []
     for name, f in column_facts(frame).items():
@@ -258,6 +259,8 @@ def filters(frame: pd.DataFrame, examples: pd.DataFrame) -> list[Option]:
         for name in frame.columns
         if (values := _shown_values(frame[name], examples.get(name))) is not None
     }
+    if not _rows_shown(frame, examples, shown):  # numbers of a grouped output: per-group values
+        shown = {name: values for name, values in shown.items() if not _is_number(values)}
     out, seen = [], set()
     for option in sorted(singles, key=lambda o: -o.log_prior):
         duty = option.steps[0].duty
@@ -321,6 +324,30 @@ def _shown_values(column: pd.Series, shown: pd.Series | None) -> pd.Series | Non
     if not values_occur(shown, column, decimals_shown(shown) if numeric else 0):
         return None
     return shown if numeric else shown.astype(str)
+
+
+def _rows_shown(frame: pd.DataFrame, examples: pd.DataFrame, shown: Mapping[str, pd.Series]) -> bool:
+    """Whether each example row occurs among ``frame``'s rows on the columns in ``shown``: its
+    numbers are then row values, not a per-group sum that happens to equal some row's value."""
+    columns = [name for name in shown if name in examples.columns]
+    for _, example in examples[columns].iterrows():
+        match = np.ones(len(frame), dtype=bool)
+        for name in columns:
+            value = example[name]
+            if pd.isna(value):
+                continue
+            if _is_number(shown[name]):
+                digits = decimals_shown(shown[name])
+                match &= np.round(frame[name].to_numpy(dtype=float), digits) == round(float(value), digits)
+            else:
+                match &= frame[name].astype(str).to_numpy() == str(value)
+        if not match.any():
+            return False
+    return True
+
+
+def _is_number(values: pd.Series) -> bool:
+    return pd.api.types.is_numeric_dtype(values) and not pd.api.types.is_bool_dtype(values)
 
 
 def _filter(column: str, op: str, value: Any, kind: str) -> Option:
