@@ -411,8 +411,10 @@ class OrchestrationSpec(BaseModel):
     # ----------------------------------------------------------------------------- YAML
     def to_yaml(self) -> str:
         data = self.model_dump(mode="json", exclude_none=False)
-        for node in data["nodes"]:
-            node["duty"] = {k: v for k, v in node["duty"].items() if v is not None}
+        for node, spec in zip(data["nodes"], self.nodes, strict=True):
+            fields = type(spec.duty).model_fields  # a None whose default is not None stays (topk's k)
+            duty = node["duty"].items()
+            node["duty"] = {k: v for k, v in duty if v is not None or fields[k].default is not None}
             if node["duty"].get("columns") is not None:
                 node["duty"]["columns"] = dict(node["duty"]["columns"])
         if data["output"] is None:

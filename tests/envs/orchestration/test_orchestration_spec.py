@@ -54,6 +54,15 @@ def test_spec_round_trips_through_yaml() -> None:
     assert again.edges() == 4
 
 
+def test_a_sort_of_every_row_stays_every_row_through_yaml() -> None:
+    """A topk node with no k sorts every row; its YAML says so (k: null), it is not read back as
+    the top 10 of the base duty."""
+    data = _spec_with([_node("agent_0", ["orders"], "topk", {"kind": "topk", "column": "amount", "k": None})])
+    spec = parse_spec(data)
+    again = OrchestrationSpec.from_yaml(spec.to_yaml())
+    assert again == spec and again.node("agent_0").duty.k is None
+
+
 def test_duty_without_kind_takes_the_role() -> None:
     spec = parse_spec(GOOD)
     assert spec.node("agent_1").duty.kind == "join"
