@@ -15,8 +15,10 @@ first rows of the wanted table (``target_example.csv``) and the whole wanted tab
 
 - ``solver_exact``: share of cases where the synthesiser's output equals the wanted table (same
   columns in the same order, same rows; for cases marked ``ordered``, the rows in the wanted
-  order); ``solver_holds_examples``: share whose output held every example row (what ``plan``
-  reports as ``ok``: the gap to ``solver_exact`` is plans that hold the examples and are wrong);
+  order), given the case's ``description`` as ``plan --description`` (the user's words);
+  ``solver_holds_examples``: share whose output held every example row (what ``plan`` reports as
+  ``ok``: the gap to ``solver_exact`` is plans that hold the examples and are wrong);
+  ``solver_exact_examples_only``: ``solver_exact`` without the description;
 - ``team_exact`` (with ``--checkpoint``): the same for the team's own spec, no fallback, and
   ``team_executions_per_case``: the scored executions the team spends (its rounds);
 - ``solver_executions_per_case``: sandbox executions of whole pipelines (the synthesiser searches
@@ -74,6 +76,7 @@ def load_case(folder: Path) -> dict[str, Any]:
         "examples": read_csv("target_example", folder / "target_example.csv", is_path=True),
         "wanted": read_csv("wanted", folder / "wanted.csv", is_path=True),
         "ordered": bool(meta.get("ordered", False)),
+        "description": meta.get("description"),
         "target_rows": meta.get("target_rows"),
     }
 
@@ -110,12 +113,15 @@ def corpus_figures(corpus: Path, planner: Planner, team: Planner | None) -> dict
     rows = []
     for case in cases(corpus):
         started = time.perf_counter()
-        plan = planner.plan(case["sources"], case["examples"], target_rows=case["target_rows"])
+        sources, examples, rows = case["sources"], case["examples"], case["target_rows"]
+        plan = planner.plan(sources, examples, target_rows=rows, description=case["description"])
         seconds = time.perf_counter() - started
+        alone = planner.plan(sources, examples, target_rows=rows)
         row = {
             "case": case["name"],
             "solver_exact": score(case, plan.spec_yaml),
             "holds_examples": plan.match.ok,
+            "solver_exact_examples_only": score(case, alone.spec_yaml),
             "seconds": round(seconds, 2),
         }
         if team is not None:
@@ -130,6 +136,7 @@ def corpus_figures(corpus: Path, planner: Planner, team: Planner | None) -> dict
         "cases": len(rows),
         "solver_exact": sum(r["solver_exact"] for r in rows) / n,
         "solver_holds_examples": sum(r["holds_examples"] for r in rows) / n,
+        "solver_exact_examples_only": sum(r["solver_exact_examples_only"] for r in rows) / n,
         "solver_executions_per_case": 1.0,
         "seconds_per_case": round(sum(r["seconds"] for r in rows) / n, 2),
         "per_case": rows,
@@ -176,6 +183,8 @@ def main() -> None:
     parser.add_argument("--checkpoint", help="a run id or checkpoint of an orchestration team")
     parser.add_argument("--tasks", type=int, default=20, help="generated tasks per level for the env gap")
     parser.add_argument("--levels", type=int, nargs="+", default=[1, 2, 3, 4])
+    parser.add_argument("--corpora", nargs="+", choices=list(CORPORA), default=list(CORPORA))
+    parser.add_argument("--no-env-gap", action="store_true", help="the corpora only")
     args = parser.parse_args()
     os.environ.setdefault("RAY_DEDUP_LOGS", "0")
     planner = Planner()
@@ -186,14 +195,16 @@ def main() -> None:
         team = Planner.from_team(find_team(args.checkpoint))
     out: dict[str, Any] = {}
     try:
-        for name, corpus in CORPORA.items():
+        for name in args.corpora:
+            corpus = CORPORA[name]
             figures = corpus_figures(corpus, planner, team)
             out[name] = {"corpus": str(corpus.relative_to(DATA.parents[0])), **figures}
     finally:
         planner.close()
         if team is not None:
             team.close()
-    out.update(env_gap(args.tasks, args.levels))
+    if not args.no_env_gap:
+        out.update(env_gap(args.tasks, args.levels))
     out["tasks_per_level"] = args.tasks
     out["checkpoint"] = args.checkpoint
     print(json.dumps(out, indent=1))

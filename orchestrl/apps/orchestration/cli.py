@@ -45,6 +45,15 @@ def plan_command(
         int | None,
         typer.Option("--target-rows", min=1, help="The wanted table's row count, when you know it."),
     ] = None,
+    description: Annotated[
+        str | None,
+        typer.Option(
+            "--description",
+            "-d",
+            help="What you want, in your words (e.g. 'overdue invoices of 30 days or more'): values,"
+            " bounds and columns it names become filters the example rows cannot show.",
+        ),
+    ] = None,
     no_fallback: Annotated[
         bool, typer.Option("--no-fallback", help="Do not fall back to the solver when the team's spec fails.")
     ] = False,
@@ -82,10 +91,13 @@ def plan_command(
     except PlanInputError as err:
         fail(f"--checkpoint {checkpoint}: {err.message}")
     try:
-        plan = planner.plan(sources, examples, fallback=not no_fallback, target_rows=target_rows)
+        plan = planner.plan(
+            sources, examples, fallback=not no_fallback, target_rows=target_rows, description=description
+        )
     except PlanInputError as err:
-        where = "--target-example" if err.field == "target_example" else "--source"
-        fail(f"{where} {err}")
+        if err.field == "description":
+            fail(f"--description: {err.message}")
+        fail(f"{'--target-example' if err.field == 'target_example' else '--source'} {err}")
     finally:
         planner.close()
     name = "search" if team is None else Path(str(team.checkpoint)).parent.parent.name

@@ -22,6 +22,9 @@ output.
   in this process on the public inputs, and its pipeline runs once in the sandbox; the result
   says which of the two wrote the spec. When neither matches, the solver's attempt (none when it
   found no pipeline) comes back with ``ok`` false and the team's check beside it.
+- **In words.** The user may say what they want (``description``). The synthesiser reads the
+  values, bounds ("3 hours or more") and columns ("no count") it names as filters the example rows
+  cannot show (:mod:`~orchestrl.envs.orchestration.synthesis.request`); the team does not read it.
 - **Limits** (:func:`limits_for`): the tables, target columns and example rows the team's observation
   has room for at its level, and the table size :data:`MAX_ROWS`/:data:`MAX_COLUMNS` this command
   accepts so that one sandbox job stays within its CPU budget. Input beyond them is refused with
@@ -57,6 +60,8 @@ MAX_ROWS = 200_000
 stays within the sandbox's CPU budget (``benchmarks/sandbox.py`` prints the per-row cost model)."""
 MAX_COLUMNS = 64
 """Columns per table: candidate proposal profiles every column of every table."""
+MAX_DESCRIPTION_CHARS = 2_000
+"""Characters of the request in words (a few sentences)."""
 PIPELINE_FILE = "pipeline.py"
 SPEC_FILE = "spec.yaml"
 DATA_DIR = "data"
@@ -262,15 +267,22 @@ class Planner:
         fallback: bool = True,
         target_rows: int | None = None,
         deadline: float | None = None,
+        description: str | None = None,
     ) -> Plan:
         """The team's spec for ``sources`` and ``examples`` (module docstring), checked in the
         sandbox; ``target_rows``: the wanted table's row count, when known; ``deadline``: the
-        ``time.monotonic()`` after which the synthesiser's search stops with what it has."""
+        ``time.monotonic()`` after which the synthesiser's search stops with what it has;
+        ``description``: what the user wants, in their words (the synthesiser reads the values,
+        bounds and columns it names as filters)."""
         from orchestrl.envs.orchestration import byexample
         from orchestrl.envs.orchestration.synthesis import synthesise
         from orchestrl.envs.orchestration.synthesis.evidence import unproducible
 
         check_limits(sources, examples, self.limits)
+        if description is not None and len(description) > MAX_DESCRIPTION_CHARS:
+            raise PlanInputError(
+                "description", f"{len(description):,} characters; the limit is {MAX_DESCRIPTION_CHARS:,}"
+            )
         for name in unproducible(dict(sources), examples):
             sample = ", ".join(repr(str(v)) for v in examples[name].dropna().unique()[:3])
             raise PlanInputError(
@@ -296,7 +308,7 @@ class Planner:
                     notes.append(f"the team's spec does not match{failed}; the solver steps in")
                 if not fallback:
                     return Plan("team", None, None, byexample.NOTHING_RAN, None, notes)
-            found = synthesise(sources, examples, target_rows, deadline=deadline)
+            found = synthesise(sources, examples, target_rows, deadline=deadline, description=description)
             if found.spec is None:
                 unexplained = found.notes or ["no pipeline it tried holds every example row"]
                 notes.append("the solver found no plan: " + "; ".join(unexplained))
@@ -351,8 +363,8 @@ MAX_NAME_CHARS = 128
 
 class PlanEndpoint:
     """``POST /plan``: ``{"sources": {name: CSV text, ...}, "target_example": CSV text}`` (the fact
-    table first; optional ``"target_rows"``) -> ``{"by", "ok", "spec", "pipeline", "match", "team",
-    "notes"}``.
+    table first; optional ``"target_rows"`` and ``"description"``, what the user wants in words)
+    -> ``{"by", "ok", "spec", "pipeline", "match", "team", "notes"}``.
 
     A table beyond the server's ``table_rows`` or ``table_columns``
     (:class:`~orchestrl.deploy.limits.ServeLimits`) is 413 (columns are counted on the CSV's header
@@ -380,6 +392,9 @@ class PlanEndpoint:
         example = body.get("target_example")
         if not isinstance(example, str) or not example.strip():
             raise RequestError("target_example", "required: CSV text of a few rows of the wanted table")
+        description = body.get("description")
+        if description is not None and not isinstance(description, str):
+            raise RequestError("description", "expected text: what you want, in your words")
         try:
             sources = {}
             for name, text in tables.items():
@@ -393,11 +408,12 @@ class PlanEndpoint:
                 raise RequestError("request", "no time left to plan (the server's time limit)", status=504)
             left = remaining_s()
             deadline = time.monotonic() + left if left != float("inf") else None
-            plan = self.planner.plan(sources, examples, target_rows=rows, deadline=deadline)
-        except PlanInputError as err:
-            field = (
-                err.field if err.field.startswith(("sources", "target_example")) else f"sources.{err.field}"
+            plan = self.planner.plan(
+                sources, examples, target_rows=rows, deadline=deadline, description=description
             )
+        except PlanInputError as err:
+            known = ("sources", "target_example", "description")
+            field = err.field if err.field.startswith(known) else f"sources.{err.field}"
             raise RequestError(field, err.message) from None
         return plan.as_json()
 

@@ -245,6 +245,8 @@ def test_plan_endpoint_answers_and_names_bad_fields(served: ServedTeam) -> None:
         ({**body, "target_example": ""}, "target_example"),
         ({**body, "sources": {"orders": 3}}, "sources.orders"),
         ({**body, "target_rows": "many"}, "target_rows"),
+        ({**body, "description": 3}, "description"),
+        ({**body, "description": "x" * 2001}, "description"),
         ({**body, "sources": {**body["sources"], "again": next(iter(body["sources"].values()))}}, "sources"),
     ]
     for request, field in bad:

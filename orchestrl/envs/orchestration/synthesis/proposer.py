@@ -47,6 +47,7 @@ from orchestrl.envs.orchestration.synthesis.evidence import (
     name_similarity,
     values_occur,
 )
+from orchestrl.envs.orchestration.synthesis.request import MENTION_ODDS, Request
 
 FILTER_PRIOR = {"eq": 0.03, "ne": 0.006, "in": 0.004, "shown": 0.03, "threshold": 0.02, "notnull": 0.03}
 """Prior of one filter of each kind (no filter: 1); ``shown``: keeping exactly the values the
@@ -244,16 +245,19 @@ def joins(
     return sorted(options, key=lambda o: -o.log_prior)
 
 
-def filters(frame: pd.DataFrame, examples: pd.DataFrame) -> list[Option]:
+def filters(frame: pd.DataFrame, examples: pd.DataFrame, request: Request | None = None) -> list[Option]:
     """Single filters on ``frame``'s columns with their priors, most likely first. A filter is
     the rows it keeps: one that keeps every row, or the same rows as a likelier one, is left
     out, and so is one that drops every row holding a value the example rows show of a column
     (a group key, or a column of the output's rows: :func:`_shown_values`; numbers only when the
-    example rows are rows of ``frame``, :func:`_rows_shown`)."""
+    example rows are rows of ``frame``, :func:`_rows_shown`). Filters the user's ``request`` names
+    are likelier (:func:`_requested`)."""
     frame = frame.reset_index(drop=True)
     singles = []
     for name, f in column_facts(frame).items():
         singles += _column_filters(name, f, frame[name], examples.get(name), len(frame))
+        if request is not None:
+            singles += _requested(name, f, frame[name], request)
     shown = {
         name: values
         for name in frame.columns
@@ -304,6 +308,36 @@ def _column_filters(
                 option = _filter(name, op, value, "threshold")
                 out.append(Option(option.log_prior + math.log(roundness), option.steps, option.label))
     return out
+
+
+def _requested(name: str, f: ColumnFacts, column: pd.Series, request: Request) -> list[Option]:
+    """The filters on one column that the request names, each as likely as an equality filter
+    would be at :data:`.request.MENTION_ODDS` times its prior (likelier than no filter): not-null
+    on a column it says must be filled, its bounds on a number column, and on a category each
+    value it names (equal; and in the set of them when it names several) or leaves out (not
+    equal, or in the set of the others)."""
+    out: list[tuple[str, Any]] = []
+    if f.missing > 0 and request.wants_filled(name):
+        out.append(("notnull", None))
+    if f.kind == "number" and f.distinct >= 2:
+        out += request.bounds_on(name)
+    elif f.kind in ("text", "date_text") and 1 < f.distinct <= MAX_CATEGORY:
+        values = sorted(str(v) for v in column.dropna().unique())
+        said = {v: request.names(v) for v in values}
+        keep = [v for v in values if said[v] is True]
+        drop = [v for v in values if said[v] is False]
+        rest = tuple(v for v in values if v not in drop)
+        out += [("eq", v) for v in keep] + [("ne", v) for v in drop]
+        if 1 < len(keep) < len(values):
+            out.append(("in", tuple(keep)))
+        if len(drop) > 1 and 0 < len(rest) <= MAX_SET_VALUES:
+            out.append(("in", rest))
+    prior = math.log(FILTER_PRIOR["eq"] * MENTION_ODDS)
+    return [
+        Option(prior, o.steps, o.label + " (requested)")
+        for op, v in out
+        for o in [_filter(name, op, v, "eq")]
+    ]
 
 
 def _repeats(counts: pd.Series) -> bool:

@@ -74,6 +74,7 @@ from orchestrl.envs.orchestration.synthesis.proposer import (
     joins,
     rewrites,
 )
+from orchestrl.envs.orchestration.synthesis.request import Request
 from orchestrl.envs.orchestration.tables import canonical_column, held_share
 
 EXAMPLE_ROWS = 5
@@ -163,10 +164,11 @@ def synthesise(
     target_rows: int | None = None,
     deadline: float | None = None,
     max_candidates: int = MAX_CANDIDATES,
+    description: str | None = None,
 ) -> Synthesis:
     """The most likely program whose output holds ``examples`` (module docstring). ``sources``:
     the fact table first; ``deadline``: a ``time.monotonic()`` at which the search stops with the
-    best found so far."""
+    best found so far; ``description``: what the user asked for, in their words (:mod:`.request`)."""
     started = time.perf_counter()
     names = tuple(sources)
     facts = target_facts(examples)
@@ -194,7 +196,8 @@ def synthesise(
                 continue
             bases.append((log_prior + join_plan.log_prior, cleaning, join_plan, tables, base))
     bases = _distinct(sorted(bases, key=lambda b: -b[0]))[:MAX_BASES]
-    plans = [_filter_plans(filters(base, examples)) for *_, base in bases]
+    asked = Request.read(description)
+    plans = [_filter_plans(filters(base, examples, asked)) for *_, base in bases]
     ranked = sorted(
         (-(prior + f.log_prior), i, k) for i, (prior, *_) in enumerate(bases) for k, f in enumerate(plans[i])
     )
