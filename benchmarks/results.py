@@ -904,7 +904,7 @@ def orchestration_env_section(d: dict[str, Any]) -> list[str]:
 
 def plan_section(d: dict[str, Any]) -> list[str]:
     rows, misses = [], []
-    for name in ("dev", "seen", "seen_b", "seen_c", "seen_d", "seen_e", "heldout"):
+    for name in ("dev", "seen", "seen_b", "seen_c", "seen_d", "seen_e", "seen_f", "heldout"):
         if name not in d:
             continue
         c = d[name]
@@ -913,6 +913,7 @@ def plan_section(d: dict[str, Any]) -> list[str]:
                 f"`{c['corpus']}` ({name})",
                 str(c["cases"]),
                 f"{c['solver_exact']:.2f}",
+                num(c.get("solver_exact_examples_only"), 2),
                 f"{c['solver_holds_examples']:.2f}",
                 num(c.get("team_exact"), 2),
                 f"{c['seconds_per_case']:.1f} s",
@@ -924,11 +925,13 @@ def plan_section(d: dict[str, Any]) -> list[str]:
     return [
         "`orchestrl plan` on exports written by hand (not by the env's generator). The synthesiser was "
         "tuned while looking at the dev corpus and, each once it had been measured blind (its "
-        "README keeps that figure), at five earlier held-out corpora (seen to seen_e); the "
+        "README keeps that figure), at six earlier held-out corpora (seen to seen_f); the "
         "held-out corpus was written afterwards by someone who had not seen the planner, and never "
         "used for tuning, so its row is the estimate for new exports. "
         "*Exact*: the plan's output is the whole wanted table, which `plan` never sees (it gets a "
-        "few example rows). *Team exact*: the checkpoint's own spec, no fallback"
+        "few example rows and the case's description, the user's words, as `plan --description`); "
+        "*examples only*: the same without the description. "
+        "*Team exact*: the checkpoint's own spec, no fallback"
         + (
             f" (checkpoint of run `{Path(d['checkpoint']).parts[-5]}`, "
             f"{d['heldout'].get('team_executions_per_case', 0):.0f} scored executions per case)."
@@ -937,7 +940,15 @@ def plan_section(d: dict[str, Any]) -> list[str]:
         ),
         "",
         *table(
-            ["corpus", "cases", "solver exact", "holds the examples", "team exact", "time per case"],
+            [
+                "corpus",
+                "cases",
+                "solver exact",
+                "examples only",
+                "holds the examples",
+                "team exact",
+                "time per case",
+            ],
             rows,
         ),
         "",

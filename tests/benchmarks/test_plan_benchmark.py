@@ -3,7 +3,9 @@ corpus planned and scored as the benchmark does (the synthesiser alone, no Ray).
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Iterator
+from pathlib import Path
 from types import ModuleType
 
 import pandas as pd
@@ -41,7 +43,8 @@ def test_one_case_per_corpus_is_planned_and_scored(bench: ModuleType) -> None:
         for name, corpus in bench.CORPORA.items():
             folder = sorted(p for p in corpus.iterdir() if (p / "case.json").is_file())[0]
             case = bench.load_case(folder)
-            plan = planner.plan(case["sources"], case["examples"], target_rows=case["target_rows"])
+            rows, words = case["target_rows"], case["description"]
+            plan = planner.plan(case["sources"], case["examples"], target_rows=rows, description=words)
             assert plan.match.ok, (name, folder.name, plan.notes)
             exact = bench.score(case, plan.spec_yaml)
             assert exact or name != "dev", (name, folder.name)
@@ -49,3 +52,17 @@ def test_one_case_per_corpus_is_planned_and_scored(bench: ModuleType) -> None:
             assert not bench.score(wrong, plan.spec_yaml)
     finally:
         planner.close()
+
+
+def test_a_corpus_s_figures_with_and_without_the_description(bench: ModuleType, tmp_path: Path) -> None:
+    """One case whose examples cannot say where the list stops: exact with the user's words,
+    not from the examples alone; the figures are the share of such cases."""
+    talks = bench.CORPORA["dev"] / "38_top_rated_talk_submissions"
+    shutil.copytree(talks, tmp_path / "corpus" / talks.name)
+    planner = Planner()
+    try:
+        figures = bench.corpus_figures(tmp_path / "corpus", planner, None)
+    finally:
+        planner.close()
+    assert figures["cases"] == 1 and figures["solver_holds_examples"] == 1.0
+    assert (figures["solver_exact"], figures["solver_exact_examples_only"]) == (1.0, 0.0)

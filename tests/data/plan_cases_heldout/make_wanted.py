@@ -2,8 +2,9 @@
 
 Each case folder holds its source exports (``<table>.csv``) and a ``case.json`` naming them. The wanted
 table of a case is what a data engineer would compute from those exports with the short pandas function
-registered for it in ``CASES``; ``target_example.csv`` is its first five rows. These 15 cases are
-fresh and independent of the planner: keep them out of any tuning of it.
+registered for it in ``CASES``; ``target_example.csv`` is its first five rows. These 15 cases were written
+fresh and independently of the planner, without looking at its code or its results: keep them out of any
+tuning of it.
 
     python tests/data/plan_cases_heldout/make_wanted.py           # rewrite wanted.csv / target_example.csv
     python tests/data/plan_cases_heldout/make_wanted.py --check   # exit 1 if a committed file differs
@@ -21,171 +22,178 @@ sys.path.insert(0, str(HERE.parent))
 from plan_corpus import CaseFn, Tables, iso_date, num, run  # noqa: E402
 
 
-def photocopier_mono_pages_november(t: Tables) -> pd.DataFrame:
-    r = t["meter_reads"].copy()
-    r["Mono Pages"] = num(r["Mono End"]) - num(r["Mono Start"])
-    m = r.merge(t["leases"], on="Serial No")
-    m = m[m["Billing"] == "Click charge"]
-    return m.sort_values("Mono Pages", ascending=False)[["Serial No", "Customer", "Model", "Mono Pages"]]
+def bike_repair_ready_for_collection(t: Tables) -> pd.DataFrame:
+    j = t["job_cards"]
+    j = j[j["Status"] == "Ready for collection"].copy()
+    j["Balance Due"] = (num(j["Quote Total"]) - num(j["Deposit"])).round(2)
+    j["Booked In"] = iso_date(j["Booked In"], "%d/%m/%Y")
+    m = j.merge(t["customers"], left_on="Customer Ref", right_on="CustRef")
+    m = m.rename(columns={"Name": "Customer"}).sort_values("Booked In")
+    return m[["Job No", "Booked In", "Customer", "Phone", "Bike", "Balance Due"]]
 
 
-def school_canteen_takings_by_year(t: Tables) -> pd.DataFrame:
-    s = t["till"].drop_duplicates()
-    s = s[s["Tender"] != "FSM"].copy()
-    s["Price"] = num(s["Price"])
-    m = s.merge(t["pupils"], on="CardNo")
-    g = m.groupby("YearGroup", as_index=False).agg(Items=("TxnRef", "count"), Takings=("Price", "sum"))
-    g["Takings"] = g["Takings"].round(2)
-    g = g.rename(columns={"YearGroup": "Year Group"})
-    return g[["Year Group", "Items", "Takings"]]
+def cricket_top5_league_run_scorers(t: Tables) -> pd.DataFrame:
+    b = t["batting"].drop_duplicates().copy()
+    b = b[b["Comp"] == "League"].copy()
+    b["Batter"] = b["Batter"].str.strip()
+    b["R"] = num(b["R"])
+    b = b.dropna(subset=["R"])
+    g = b.groupby("Batter", as_index=False).agg(Runs=("R", "sum"), **{"High Score": ("R", "max")})
+    g = g.sort_values("Runs", ascending=False).head(5)
+    return g[["Batter", "Runs", "High Score"]]
 
 
-def food_truck_sales_by_location_category(t: Tables) -> pd.DataFrame:
-    s = t["item_sales"].copy()
-    s["Location"] = s["Location"].str.strip()
-    s["Net Sales"] = num(s["Net Sales"])
-    g = s.groupby(["Location", "Category"], as_index=False).agg(
-        **{"Items Sold": ("Qty", "sum"), "Net Sales": ("Net Sales", "sum")}
+def climbing_wall_problems_up_by_wall_circuit(t: Tables) -> pd.DataFrame:
+    r = t["route_log"].copy()
+    r["wall"] = r["wall"].str.strip().str.title()
+    r = r[r["status"] == "Up"]
+    g = r.groupby(["wall", "circuit"], as_index=False).agg(
+        problemsUp=("routeId", "count"), setters=("setter", "nunique")
     )
-    g["Net Sales"] = g["Net Sales"].round(2)
-    return g[["Location", "Category", "Items Sold", "Net Sales"]]
+    return g[["wall", "circuit", "problemsUp", "setters"]]
 
 
-def scuba_deep_dives(t: Tables) -> pd.DataFrame:
-    d = t["dive_log"]
-    d = d[d["Max Depth (m)"] >= 30].copy()
-    d["Date"] = iso_date(d["Date"], "%d/%m/%Y")
-    d["O2 %"] = num(d["O2 %"])
-    return d.sort_values("Date")[["Dive #", "Date", "Site", "Max Depth (m)", "Bottom Time (min)", "O2 %"]]
-
-
-def tennis_court_minutes_by_court(t: Tables) -> pd.DataFrame:
-    b = t["bookings"]
-    b = b[b["status"] != "Cancelled"]
-    m = b.merge(t["courts"], on="courtId")
-    g = m.groupby("courtName", as_index=False).agg(
-        minutesBooked=("durationMins", "sum"), members=("bookedBy", "nunique")
+def pub_quiz_top3_teams(t: Tables) -> pd.DataFrame:
+    s = t["scores"].drop_duplicates()
+    m = s.merge(t["teams"], on="Team No")
+    g = m.groupby("Team Name", as_index=False).agg(
+        **{"Quiz Nights": ("Week", "count"), "Total Score": ("Score", "sum")}
     )
-    return g[["courtName", "minutesBooked", "members"]]
+    g = g.sort_values("Total Score", ascending=False).head(3)
+    return g[["Team Name", "Quiz Nights", "Total Score"]]
 
 
-def chess_club_top5_current_ratings(t: Tables) -> pd.DataFrame:
-    r = t["ratings"].drop_duplicates(subset=["ECF Code"], keep="first").copy()
-    r["Std"] = num(r["Std"])
-    r = r.dropna(subset=["Std"]).rename(columns={"Std": "Standard Rating"})
-    r = r.sort_values("Standard Rating", ascending=False).head(5)
-    return r[["Name", "ECF Code", "Standard Rating"]]
+def yacht_race2_corrected_times(t: Tables) -> pd.DataFrame:
+    r = t["results"]
+    r = r[r["Race"] == "Race 2"].copy()
+    r["Elapsed (s)"] = num(r["Elapsed (s)"])
+    r = r.dropna(subset=["Elapsed (s)"])
+    m = r.merge(t["boats"], on="Sail No")
+    m["Corrected (s)"] = (m["Elapsed (s)"] * m["IRC TCC"]).round(1)
+    m = m.sort_values("Corrected (s)")
+    return m[["Sail No", "Boat Name", "Elapsed (s)", "IRC TCC", "Corrected (s)"]]
 
 
-def window_cleaning_unpaid_by_round(t: Tables) -> pd.DataFrame:
+def farrier_fees_by_yard(t: Tables) -> pd.DataFrame:
+    v = t["visits"].copy()
+    v["fee"] = num(v["fee"])
+    m = v.merge(t["horses"], on="horse_id").merge(t["yards"], on="yard_code")
+    g = m.groupby("yard_name", as_index=False).agg(visits=("visit_id", "count"), fees=("fee", "sum"))
+    g = g.sort_values("fees", ascending=False)
+    return g[["yard_name", "visits", "fees"]]
+
+
+def optician_orders_by_lens_type(t: Tables) -> pd.DataFrame:
+    o = t["orders"]
+    o = o[o["Status"] != "Cancelled"].copy()
+    o["Disc %"] = num(o["Disc %"])
+    m = o.merge(t["lenses"], on="Lens Code")
+    g = m.groupby("Lens Type", as_index=False).agg(
+        Orders=("Ord Ref", "count"), **{"Avg Disc %": ("Disc %", "mean")}
+    )
+    g["Avg Disc %"] = g["Avg Disc %"].round(2)
+    return g[["Lens Type", "Orders", "Avg Disc %"]]
+
+
+def removals_big_moves_by_crew_leader(t: Tables) -> pd.DataFrame:
     j = t["jobs"]
-    j = j[j["paid"] == "No"].copy()
-    j["price"] = num(j["price"])
-    m = j.merge(t["customers"], on="customer_id")
-    g = m.groupby("round", as_index=False).agg(unpaid_jobs=("job_id", "count"), owed=("price", "sum"))
-    return g.sort_values("owed", ascending=False)[["round", "unpaid_jobs", "owed"]]
-
-
-def taxi_top3_corporate_drivers(t: Tables) -> pd.DataFrame:
-    j = t["jobs"]
-    j = j[j["Status"] == "Completed"].copy()
-    j["Fare"] = num(j["Fare"])
-    m = j.merge(t["drivers"], on="Callsign").merge(t["accounts"], on="Account")
-    m = m[m["Account Type"] == "Corporate"]
-    g = m.groupby("Driver Name", as_index=False).agg(
-        **{"Corporate Jobs": ("Job No", "count"), "Corporate Fares": ("Fare", "sum")}
+    j = j[(j["Status"] == "Completed") & (j["Vol (m3)"] >= 30)].copy()
+    j["Quote Amt"] = num(j["Quote Amt"])
+    m = j.merge(t["staff"], left_on="Lead ID", right_on="Staff ID")
+    g = m.groupby("Name", as_index=False).agg(
+        **{"Big Moves": ("Job Ref", "count"), "Revenue": ("Quote Amt", "sum")}
     )
-    g["Corporate Fares"] = g["Corporate Fares"].round(2)
-    g = g.sort_values("Corporate Fares", ascending=False).head(3)
-    return g[["Driver Name", "Corporate Jobs", "Corporate Fares"]]
+    g["Revenue"] = g["Revenue"].round(2)
+    g = g.rename(columns={"Name": "Crew Leader"}).sort_values("Revenue", ascending=False)
+    return g[["Crew Leader", "Big Moves", "Revenue"]]
 
 
-def hair_salon_colour_by_stylist(t: Tables) -> pd.DataFrame:
-    a = t["appointments"].drop_duplicates()
-    a = a[a["status"] == "Completed"].copy()
-    a["price"] = num(a["price"])
-    m = a.merge(t["services"], on="serviceCode").merge(t["staff"], on="staffId")
-    m = m[m["category"] == "Colour"]
-    g = m.groupby("stylistName", as_index=False).agg(
-        colourAppts=("apptRef", "count"), colourTakings=("price", "sum")
+def pat_testing_latest_failures(t: Tables) -> pd.DataFrame:
+    p = t["pat_log"].drop_duplicates(subset=["Asset ID"], keep="first").copy()
+    p["Result"] = p["Result"].str.strip().str.title()
+    p = p[p["Result"] == "Fail"].copy()
+    p["Test Date"] = iso_date(p["Test Date"], "%d/%m/%Y")
+    return p.sort_values("Asset ID")[["Asset ID", "Description", "Location", "Test Date"]]
+
+
+def food_hygiene_ratings_by_business_type(t: Tables) -> pd.DataFrame:
+    i = t["inspections"].drop_duplicates(subset=["FHRSID"], keep="first")
+    i = i.dropna(subset=["RatingValue"])
+    g = i.groupby("BusinessType", as_index=False).agg(
+        Premises=("FHRSID", "count"), AvgRating=("RatingValue", "mean")
     )
-    return g[["stylistName", "colourAppts", "colourTakings"]]
+    g["AvgRating"] = g["AvgRating"].round(2)
+    g = g.sort_values("AvgRating")
+    return g[["BusinessType", "Premises", "AvgRating"]]
 
 
-def scrap_yard_payouts_by_material(t: Tables) -> pd.DataFrame:
-    k = t["tickets"]
-    k = k[k["Status"] == "Complete"]
-    m = k.merge(t["materials"], on="Mat Code")
-    m["Payout"] = num(m["Net Wt (kg)"]) * num(m["Price/kg"])
-    g = m.groupby("Material", as_index=False).agg(Tickets=("Tkt No", "count"), Payout=("Payout", "sum"))
-    g["Payout"] = g["Payout"].round(2)
-    return g.sort_values("Payout", ascending=False)[["Material", "Tickets", "Payout"]]
-
-
-def home_care_missed_and_late_visits(t: Tables) -> pd.DataFrame:
-    v = t["visits"]
-    v = v[v["visit_status"].isin(["Missed", "Late"])].copy()
-    v["visit_date"] = iso_date(v["visit_date"], "%d/%m/%y")
-    v["carer"] = v["carer"].str.strip()
-    m = v.merge(t["clients"], on="client_id", how="left")
-    return m[["visit_id", "visit_date", "client_name", "area", "carer", "visit_status"]]
-
-
-def ev_charging_fleet_energy_by_site(t: Tables) -> pd.DataFrame:
-    s = t["sessions"].drop_duplicates().copy()
-    s["energy_kwh"] = num(s["energy_kwh"])
-    s = s.dropna(subset=["energy_kwh"])
-    m = s.merge(t["rfid_tags"], on="rfid_tag").merge(t["chargers"], on="charger_id")
-    m = m[m["tag_type"] == "Fleet"]
-    g = m.groupby("site", as_index=False).agg(
-        fleet_sessions=("session_id", "count"), avg_kwh=("energy_kwh", "mean")
+def polling_verification_by_ward(t: Tables) -> pd.DataFrame:
+    v = t["verification"]
+    v = v[v["Election"] == "Borough"].copy()
+    v["Ballot Papers"] = num(v["Ballot Papers"])
+    m = v.merge(t["stations"], on="Station Code").merge(t["districts"], on="Polling District")
+    g = m.groupby("Ward", as_index=False).agg(
+        **{"Ballot Boxes": ("Ballot Box", "count"), "Ballot Papers": ("Ballot Papers", "sum")}
     )
-    g["avg_kwh"] = g["avg_kwh"].round(1)
-    return g[["site", "fleet_sessions", "avg_kwh"]]
+    g = g.sort_values("Ward")
+    return g[["Ward", "Ballot Boxes", "Ballot Papers"]]
 
 
-def auction_top5_lots(t: Tables) -> pd.DataFrame:
-    lots = t["lots"]
-    lots = lots[lots["Result"] == "Sold"].copy()
-    lots["Hammer"] = num(lots["Hammer"])
-    m = lots.merge(t["buyers"], on="Paddle")
-    return m.sort_values("Hammer", ascending=False).head(5)[["Lot", "Description", "Hammer", "Buyer"]]
+def freezer_meals_to_use_first(t: Tables) -> pd.DataFrame:
+    f = t["freezer"].copy()
+    f["Type"] = f["Type"].str.strip().str.title()
+    f = f[f["Type"].isin(["Meal", "Soup"]) & (f["Portions"] >= 2)].copy()
+    f["Use By"] = iso_date(f["Use By"], "%d/%m/%y")
+    return f.sort_values("Use By")[["Item", "Type", "Portions", "Use By"]]
 
 
-def gritting_heavy_salt_runs(t: Tables) -> pd.DataFrame:
-    g = t["gritting_log"].copy()
-    g["Salt (t)"] = num(g["Salt (t)"])
-    g = g[g["Salt (t)"] > 6].copy()
-    g["Date"] = iso_date(g["Date"], "%a %d/%m/%Y")
-    return g.sort_values("Salt (t)", ascending=False)[["Date", "Route", "Gritter", "Driver", "Salt (t)"]]
+def florist_sales_by_occasion_and_channel(t: Tables) -> pd.DataFrame:
+    o = t["orders"]
+    o = o[o["status"] == "Fulfilled"].copy()
+    o["sales"] = o["qty"] * num(o["unitPrice"])
+    m = o.merge(t["products"], on="sku")
+    g = m.groupby(["occasion", "channel"], as_index=False).agg(
+        orders=("orderNo", "count"), sales=("sales", "sum")
+    )
+    g["sales"] = g["sales"].round(2)
+    return g[["occasion", "channel", "orders", "sales"]]
 
 
-def hackerspace_lapsed_members(t: Tables) -> pd.DataFrame:
-    m = t["members"].copy()
-    m["tier"] = m["tier"].str.strip().str.title()
-    m["full_name"] = m["full_name"].str.strip()
-    m = m[(m["status"] == "Lapsed") & m["tier"].isin(["Full", "Student"])].copy()
-    m["monthly_dues"] = num(m["monthly_dues"])
-    m["last_payment"] = iso_date(m["last_payment"], "%m/%d/%Y")
-    return m.sort_values("full_name")[["full_name", "handle", "tier", "monthly_dues", "last_payment"]]
+def tool_hire_top5_long_trade_hires(t: Tables) -> pd.DataFrame:
+    h = t["hires"]
+    h = h[h["Days"] > 7]
+    m = h.merge(t["tools"], on="ToolCode").merge(t["customers"], left_on="AccountNo", right_on="Account No")
+    m = m[m["Account Type"] == "Trade"].copy()
+    m["Hire Charge"] = (m["Days"] * num(m["DayRate"])).round(2)
+    m = m.sort_values("Hire Charge", ascending=False).head(5)
+    return m[["HireRef", "Customer", "Tool", "Days", "Hire Charge"]]
+
+
+def lifeguard_rescues_and_major_first_aid(t: Tables) -> pd.DataFrame:
+    i = t["incidents"]
+    i = i[i["incident_type"].isin(["Rescue", "Major first aid"])].copy()
+    i["incident_date"] = iso_date(i["incident_date"], "%a %d/%m/%Y")
+    i["lifeguard"] = i["lifeguard"].str.strip()
+    m = i.merge(t["beaches"], on="beach_code", how="left")
+    return m[["incident_ref", "incident_date", "beach_name", "incident_type", "lifeguard"]]
 
 
 CASES: dict[str, CaseFn] = {
-    "01_photocopier_mono_pages_november": photocopier_mono_pages_november,
-    "02_school_canteen_takings_by_year": school_canteen_takings_by_year,
-    "03_food_truck_sales_by_location_category": food_truck_sales_by_location_category,
-    "04_scuba_deep_dives": scuba_deep_dives,
-    "05_tennis_court_minutes_by_court": tennis_court_minutes_by_court,
-    "06_chess_club_top5_current_ratings": chess_club_top5_current_ratings,
-    "07_window_cleaning_unpaid_by_round": window_cleaning_unpaid_by_round,
-    "08_taxi_top3_corporate_drivers": taxi_top3_corporate_drivers,
-    "09_hair_salon_colour_by_stylist": hair_salon_colour_by_stylist,
-    "10_scrap_yard_payouts_by_material": scrap_yard_payouts_by_material,
-    "11_home_care_missed_and_late_visits": home_care_missed_and_late_visits,
-    "12_ev_charging_fleet_energy_by_site": ev_charging_fleet_energy_by_site,
-    "13_auction_top5_lots": auction_top5_lots,
-    "14_gritting_heavy_salt_runs": gritting_heavy_salt_runs,
-    "15_hackerspace_lapsed_members": hackerspace_lapsed_members,
+    "01_bike_repair_ready_for_collection": bike_repair_ready_for_collection,
+    "02_cricket_top5_league_run_scorers": cricket_top5_league_run_scorers,
+    "03_climbing_wall_problems_up_by_wall_circuit": climbing_wall_problems_up_by_wall_circuit,
+    "04_pub_quiz_top3_teams": pub_quiz_top3_teams,
+    "05_yacht_race2_corrected_times": yacht_race2_corrected_times,
+    "06_farrier_fees_by_yard": farrier_fees_by_yard,
+    "07_optician_orders_by_lens_type": optician_orders_by_lens_type,
+    "08_removals_big_moves_by_crew_leader": removals_big_moves_by_crew_leader,
+    "09_pat_testing_latest_failures": pat_testing_latest_failures,
+    "10_food_hygiene_ratings_by_business_type": food_hygiene_ratings_by_business_type,
+    "11_polling_verification_by_ward": polling_verification_by_ward,
+    "12_freezer_meals_to_use_first": freezer_meals_to_use_first,
+    "13_florist_sales_by_occasion_and_channel": florist_sales_by_occasion_and_channel,
+    "14_tool_hire_top5_long_trade_hires": tool_hire_top5_long_trade_hires,
+    "15_lifeguard_rescues_and_major_first_aid": lifeguard_rescues_and_major_first_aid,
 }
 
 

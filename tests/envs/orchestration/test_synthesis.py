@@ -597,3 +597,48 @@ def test_dates_with_the_weekday_written_first_are_dates() -> None:
         pd.DataFrame({"Date": ["Sat 14/11/2026"]}), duty.name, duty.op, duty.left, None, "small", fmt=duty.fmt
     )
     assert frame["Date"].tolist() == ["2026-11-14"]
+
+
+def test_a_repeated_bike_is_not_a_change_log_when_each_job_has_its_own_number() -> None:
+    """Bikes come back to the workshop: their rows agree on the customer, as versions of one
+    record would, but the output lists job numbers, which every row has its own; each job stays
+    (one row per bike would fit the first rows as well: the repeats come later)."""
+    jobs = pd.DataFrame(
+        {
+            "Job No": [f"BK-04{i:02d}" for i in range(12)],
+            "Customer": ["C1", "C2", "C3", "C4", "C5", "C6", "C7", "C1", "C3", "C2", "C8", "C9"],
+            "Bike": [
+                "Trek",
+                "Giant",
+                "Dawes",
+                "Cube",
+                "Frog",
+                "Orbea",
+                "Tern",
+                "Trek",
+                "Dawes",
+                "Giant",
+                "Marin",
+                "Ribble",
+            ],
+            "Status": [
+                "Ready",
+                "Done",
+                "Ready",
+                "Ready",
+                "Done",
+                "Ready",
+                "Ready",
+                "Ready",
+                "Ready",
+                "Ready",
+                "Done",
+                "Ready",
+            ],
+            "Quote": [96.0, 48.5, 85.0, 14.0, 164.9, 45.0, 38.0, 59.0, 32.5, 20.0, 55.0, 129.0],
+        }
+    )
+    wanted = jobs[jobs.Status == "Ready"][["Job No", "Customer", "Bike", "Quote"]].reset_index(drop=True)
+    found = synthesise({"jobs": jobs}, wanted.head(5))
+    assert found.spec is not None
+    assert same_table(run_spec({"jobs": jobs}, found.spec).output, wanted)

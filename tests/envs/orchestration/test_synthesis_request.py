@@ -79,3 +79,20 @@ def test_a_bound_the_examples_cannot_show_is_taken_from_the_words() -> None:
         assert found.spec is not None
         output = run_spec({"stays": stays}, found.spec).output.reset_index(drop=True)
         assert same_table(output, wanted) is exact
+
+
+def test_a_bound_that_names_no_column_goes_to_the_number_columns_it_falls_within() -> None:
+    """ "30 cubic metres or more" names no column of the jobs (``Vol (m3)``): it is a filter on each
+    number column whose values lie on both sides of 30, sharing its weight; not on the price."""
+    request = Request.read("The big moves, 30 cubic metres or more. Completed moves only")
+    assert request is not None and request.unplaced(["Vol (m3)", "Quote"]) == [("ge", 30.0)]
+    jobs = pd.DataFrame(
+        {
+            "Vol (m3)": [42.0, 18.5, 55.0, 30.0, 12.0, 36.0],
+            "Quote": [1380.0, 640.0, 2150.0, 1095.0, 420.0, 1200.0],
+            "Status": ["Completed", "Completed", "Cancelled", "Completed", "Completed", "Completed"],
+        }
+    )
+    named = {o.label: o.log_prior for o in filters(jobs, jobs.head(0), request) if "requested" in o.label}
+    assert set(named) == {"Vol (m3) ge 30.0 (requested)", "Status eq Completed (requested)"}
+    assert named["Vol (m3) ge 30.0 (requested)"] > 0

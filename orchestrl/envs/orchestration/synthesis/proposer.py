@@ -9,7 +9,8 @@ lists and no random draws:
   value in several or that the example rows show in one case (that case, else the most common),
   dropping exact duplicate rows, dropping rows that repeat a key, the column whose repeated rows
   agree most on the others (versions of one record in a change log; likelier when the output shows
-  the key); a column of numbers among a few words is parsed when the example rows show numbers;
+  the key, unlikely when it shows a text identifier every row has its own); a column of numbers
+  among a few words is parsed when the example rows show numbers;
 - joins (:func:`joins`): the fact table's column and the other table's nearly unique column whose
   values overlap most (names decide between equal overlaps), inner, and left where keys go
   unmatched (the likelier of the two when the output lists the fact table's rows);
@@ -160,6 +161,8 @@ def cleanings(frame: pd.DataFrame, target: Mapping[str, TargetFacts]) -> list[Op
     key = facts[key] if key is not None else None
     if key is not None:  # a key the output shows is likelier one row per key
         p = 0.6 if key.name in target else 0.3
+        if _own_records(distinct, facts, target):
+            p = 0.1
         options = [
             alt
             for o in options
@@ -173,6 +176,20 @@ def cleanings(frame: pd.DataFrame, target: Mapping[str, TargetFacts]) -> list[Op
             )
         ]
     return sorted(options, key=lambda o: -o.log_prior)
+
+
+def _own_records(
+    frame: pd.DataFrame, facts: Mapping[str, ColumnFacts], target: Mapping[str, TargetFacts]
+) -> bool:
+    """The output shows a text identifier each row has its own (a job number, not a date): each row
+    is a record, not a version of one, and one row per repeated value is unlikely."""
+    return any(
+        f.key
+        and f.kind == "text"
+        and name in target
+        and not frame[name].astype(str).str.match(ISO_DATE).all()
+        for name, f in facts.items()
+    )
 
 
 def _other_case(column: pd.Series, case: str) -> bool:
@@ -253,11 +270,13 @@ def filters(frame: pd.DataFrame, examples: pd.DataFrame, request: Request | None
     example rows are rows of ``frame``, :func:`_rows_shown`). Filters the user's ``request`` names
     are likelier (:func:`_requested`)."""
     frame = frame.reset_index(drop=True)
+    facts = column_facts(frame)
     singles = []
-    for name, f in column_facts(frame).items():
+    loose = _loose_bounds(frame, facts, request) if request is not None else {}
+    for name, f in facts.items():
         singles += _column_filters(name, f, frame[name], examples.get(name), len(frame))
         if request is not None:
-            singles += _requested(name, f, frame[name], request)
+            singles += _requested(name, f, frame[name], request, loose.get(name, []))
     shown = {
         name: values
         for name in frame.columns
@@ -310,34 +329,47 @@ def _column_filters(
     return out
 
 
-def _requested(name: str, f: ColumnFacts, column: pd.Series, request: Request) -> list[Option]:
+def _requested(
+    name: str, f: ColumnFacts, column: pd.Series, request: Request, loose: list[tuple[str, float, float]]
+) -> list[Option]:
     """The filters on one column that the request names, each as likely as an equality filter
     would be at :data:`.request.MENTION_ODDS` times its prior (likelier than no filter): not-null
-    on a column it says must be filled, its bounds on a number column, and on a category each
-    value it names (equal; and in the set of them when it names several) or leaves out (not
-    equal, or in the set of the others)."""
-    out: list[tuple[str, Any]] = []
+    on a column it says must be filled, its bounds on a number column (and a share of each bound
+    that names no column, ``loose``), and on a category each value it names (equal; and in the set
+    of them when it names several) or leaves out (not equal, or in the set of the others)."""
+    out: list[tuple[str, Any, float]] = []
     if f.missing > 0 and request.wants_filled(name):
-        out.append(("notnull", None))
+        out.append(("notnull", None, 1.0))
     if f.kind == "number" and f.distinct >= 2:
-        out += request.bounds_on(name)
+        out += [(op, value, 1.0) for op, value in request.bounds_on(name)] + loose
     elif f.kind in ("text", "date_text") and 1 < f.distinct <= MAX_CATEGORY:
         values = sorted(str(v) for v in column.dropna().unique())
         said = {v: request.names(v) for v in values}
         keep = [v for v in values if said[v] is True]
         drop = [v for v in values if said[v] is False]
         rest = tuple(v for v in values if v not in drop)
-        out += [("eq", v) for v in keep] + [("ne", v) for v in drop]
+        out += [("eq", v, 1.0) for v in keep] + [("ne", v, 1.0) for v in drop]
         if 1 < len(keep) < len(values):
-            out.append(("in", tuple(keep)))
+            out.append(("in", tuple(keep), 1.0))
         if len(drop) > 1 and 0 < len(rest) <= MAX_SET_VALUES:
-            out.append(("in", rest))
-    prior = math.log(FILTER_PRIOR["eq"] * MENTION_ODDS)
-    return [
-        Option(prior, o.steps, o.label + " (requested)")
-        for op, v in out
-        for o in [_filter(name, op, v, "eq")]
-    ]
+            out.append(("in", rest, 1.0))
+    prior = FILTER_PRIOR["eq"] * MENTION_ODDS
+    named = [(_filter(name, op, value, "eq"), share) for op, value, share in out]
+    return [Option(math.log(prior * share), o.steps, o.label + " (requested)") for o, share in named]
+
+
+def _loose_bounds(
+    frame: pd.DataFrame, facts: Mapping[str, ColumnFacts], request: Request
+) -> dict[str, list[tuple[str, float, float]]]:
+    """Bounds whose words name no number column ("30 cubic metres or more" of ``Vol (m3)``), for
+    each number column whose values lie on both sides of the bound, with an equal share of it."""
+    numbers = [name for name, f in facts.items() if f.kind == "number" and f.distinct >= 2]
+    out: dict[str, list[tuple[str, float, float]]] = {}
+    for op, value in request.unplaced(numbers):
+        across = [n for n in numbers if frame[n].min() < value <= frame[n].max()]
+        for name in across:
+            out.setdefault(name, []).append((op, value, 1.0 / len(across)))
+    return out
 
 
 def _repeats(counts: pd.Series) -> bool:

@@ -30,6 +30,7 @@ NEGATIONS = re.compile(
 """Words that make a clause name what to leave out."""
 
 _NUMBER = r"[$£€]?\s?(\d+(?:\.\d+)?)"
+_UNITS = r"(?:[a-z]+\s+){0,2}"  # "30 cubic metres or more"
 BOUNDS_BEFORE = {
     "gt": ("more than", "over", "above", "greater than", "higher than", "longer than", "bigger than"),
     "ge": ("at least", "no less than", "not less than", "a minimum of", "minimum"),
@@ -47,7 +48,7 @@ BOUNDS_AFTER = {
         *("or smaller", "and under", "and below"),
     ),
 }
-"""A direction written after the number and at most one unit word ("3 hours or more")."""
+"""A direction written after the number and at most two unit words ("30 cubic metres or more")."""
 THOUSANDS = r"(?<=\d),(?=\d{3}\b)"
 NEAR = 3
 """Words either side of a bound that may name its column ("review score of 4 or more")."""
@@ -111,8 +112,16 @@ class Request:
 
     def bounds_on(self, column: str) -> list[tuple[str, float]]:
         """The bounds of clauses that name ``column`` (a word of its name)."""
+        return [(b.op, b.value) for b in self._bounds_naming(column)]
+
+    def unplaced(self, columns: list[str]) -> list[tuple[str, float]]:
+        """The bounds whose words name none of ``columns``."""
+        named = {b for column in columns for b in self._bounds_naming(column)}
+        return [(b.op, b.value) for b in self.bounds if b not in named]
+
+    def _bounds_naming(self, column: str) -> list[Bound]:
         tokens = name_tokens(column) - FUNCTION_WORDS
-        return [(b.op, b.value) for b in self.bounds if tokens & b.words]
+        return [b for b in self.bounds if tokens & b.words]
 
     def wants_filled(self, column: str) -> bool:
         """Whether the request leaves out rows with ``column`` missing ("skip records with no count")."""
@@ -139,7 +148,7 @@ def _bounds(text: str) -> list[Bound]:
     phrases += [(p, op, False) for op, ps in BOUNDS_AFTER.items() for p in ps]
     found = []
     for phrase, op, before in sorted(phrases, key=lambda p: -len(p[0])):
-        pattern = rf"\b{phrase}\s+{_NUMBER}" if before else rf"{_NUMBER}\s*%?\s*(?:[a-z]+\s+)?{phrase}\b"
+        pattern = rf"\b{phrase}\s+{_NUMBER}" if before else rf"{_NUMBER}\s*%?\s*{_UNITS}{phrase}\b"
         for m in re.finditer(pattern, text):
             near = (
                 text[: m.start()].split()[-NEAR:]
