@@ -2,9 +2,9 @@
 
 Each case folder holds its source exports (``<table>.csv``) and a ``case.json`` naming them. The wanted
 table of a case is what a data engineer would compute from those exports with the short pandas function
-registered for it in ``CASES``; ``target_example.csv`` is its first five rows. These 15 cases were written
-fresh and independently of the planner, without looking at its code or its results: keep them out of any
-tuning of it.
+registered for it in ``CASES``; ``target_example.csv`` is its first five rows. These 15 cases are fresh
+and independent of the planner: they were written without looking at its code or its results, so keep
+them out of any tuning of the planner.
 
     python tests/data/plan_cases_heldout/make_wanted.py           # rewrite wanted.csv / target_example.csv
     python tests/data/plan_cases_heldout/make_wanted.py --check   # exit 1 if a committed file differs
@@ -22,178 +22,180 @@ sys.path.insert(0, str(HERE.parent))
 from plan_corpus import CaseFn, Tables, iso_date, num, run  # noqa: E402
 
 
-def bike_repair_ready_for_collection(t: Tables) -> pd.DataFrame:
-    j = t["job_cards"]
-    j = j[j["Status"] == "Ready for collection"].copy()
-    j["Balance Due"] = (num(j["Quote Total"]) - num(j["Deposit"])).round(2)
-    j["Booked In"] = iso_date(j["Booked In"], "%d/%m/%Y")
-    m = j.merge(t["customers"], left_on="Customer Ref", right_on="CustRef")
-    m = m.rename(columns={"Name": "Customer"}).sort_values("Booked In")
-    return m[["Job No", "Booked In", "Customer", "Phone", "Bike", "Balance Due"]]
-
-
-def cricket_top5_league_run_scorers(t: Tables) -> pd.DataFrame:
-    b = t["batting"].drop_duplicates().copy()
-    b = b[b["Comp"] == "League"].copy()
-    b["Batter"] = b["Batter"].str.strip()
-    b["R"] = num(b["R"])
-    b = b.dropna(subset=["R"])
-    g = b.groupby("Batter", as_index=False).agg(Runs=("R", "sum"), **{"High Score": ("R", "max")})
-    g = g.sort_values("Runs", ascending=False).head(5)
-    return g[["Batter", "Runs", "High Score"]]
-
-
-def climbing_wall_problems_up_by_wall_circuit(t: Tables) -> pd.DataFrame:
-    r = t["route_log"].copy()
-    r["wall"] = r["wall"].str.strip().str.title()
-    r = r[r["status"] == "Up"]
-    g = r.groupby(["wall", "circuit"], as_index=False).agg(
-        problemsUp=("routeId", "count"), setters=("setter", "nunique")
-    )
-    return g[["wall", "circuit", "problemsUp", "setters"]]
-
-
-def pub_quiz_top3_teams(t: Tables) -> pd.DataFrame:
-    s = t["scores"].drop_duplicates()
-    m = s.merge(t["teams"], on="Team No")
-    g = m.groupby("Team Name", as_index=False).agg(
-        **{"Quiz Nights": ("Week", "count"), "Total Score": ("Score", "sum")}
-    )
-    g = g.sort_values("Total Score", ascending=False).head(3)
-    return g[["Team Name", "Quiz Nights", "Total Score"]]
-
-
-def yacht_race2_corrected_times(t: Tables) -> pd.DataFrame:
-    r = t["results"]
-    r = r[r["Race"] == "Race 2"].copy()
-    r["Elapsed (s)"] = num(r["Elapsed (s)"])
-    r = r.dropna(subset=["Elapsed (s)"])
-    m = r.merge(t["boats"], on="Sail No")
-    m["Corrected (s)"] = (m["Elapsed (s)"] * m["IRC TCC"]).round(1)
-    m = m.sort_values("Corrected (s)")
-    return m[["Sail No", "Boat Name", "Elapsed (s)", "IRC TCC", "Corrected (s)"]]
-
-
-def farrier_fees_by_yard(t: Tables) -> pd.DataFrame:
-    v = t["visits"].copy()
-    v["fee"] = num(v["fee"])
-    m = v.merge(t["horses"], on="horse_id").merge(t["yards"], on="yard_code")
-    g = m.groupby("yard_name", as_index=False).agg(visits=("visit_id", "count"), fees=("fee", "sum"))
-    g = g.sort_values("fees", ascending=False)
-    return g[["yard_name", "visits", "fees"]]
-
-
-def optician_orders_by_lens_type(t: Tables) -> pd.DataFrame:
-    o = t["orders"]
-    o = o[o["Status"] != "Cancelled"].copy()
-    o["Disc %"] = num(o["Disc %"])
-    m = o.merge(t["lenses"], on="Lens Code")
-    g = m.groupby("Lens Type", as_index=False).agg(
-        Orders=("Ord Ref", "count"), **{"Avg Disc %": ("Disc %", "mean")}
-    )
-    g["Avg Disc %"] = g["Avg Disc %"].round(2)
-    return g[["Lens Type", "Orders", "Avg Disc %"]]
-
-
-def removals_big_moves_by_crew_leader(t: Tables) -> pd.DataFrame:
+def locksmith_invoiced_lockouts(t: Tables) -> pd.DataFrame:
     j = t["jobs"]
-    j = j[(j["Status"] == "Completed") & (j["Vol (m3)"] >= 30)].copy()
-    j["Quote Amt"] = num(j["Quote Amt"])
-    m = j.merge(t["staff"], left_on="Lead ID", right_on="Staff ID")
-    g = m.groupby("Name", as_index=False).agg(
-        **{"Big Moves": ("Job Ref", "count"), "Revenue": ("Quote Amt", "sum")}
+    j = j[(j["Job Type"] == "Lockout") & (j["Status"] == "Invoiced")].copy()
+    j["Charged"] = (num(j["Labour"]) + num(j["Parts"])).round(2)
+    j["Date"] = iso_date(j["Date"], "%d/%m/%Y")
+    c = t["customers"].copy()
+    c["Customer Name"] = c["Customer Name"].str.strip()
+    m = j.merge(c, left_on="Acct", right_on="Account").sort_values("Date")
+    m = m.rename(columns={"Customer Name": "Customer"})
+    return m[["Job Ref", "Date", "Customer", "Phone", "Address", "Charged"]]
+
+
+def campsite_longer_stays_by_pitch_type(t: Tables) -> pd.DataFrame:
+    b = t["bookings"]
+    b = b[(b["status"] != "Cancelled") & (b["nights"] >= 3)].copy()
+    b["total_paid"] = num(b["total_paid"])
+    m = b.merge(t["pitches"], on="pitch_no")
+    g = m.groupby("pitch_type", as_index=False).agg(
+        bookings=("booking_ref", "count"), takings=("total_paid", "sum")
+    )
+    return g.sort_values("takings", ascending=False)[["pitch_type", "bookings", "takings"]]
+
+
+def vending_sales_by_site_and_category(t: Tables) -> pd.DataFrame:
+    s = t["vend_sales"].drop_duplicates()
+    p = t["products"].copy()
+    p["price"] = num(p["price"])
+    m = s.merge(t["machines"], on="machineId").merge(p, on="sku")
+    m["salesDollars"] = m["unitsSold"] * m["price"]
+    g = m.groupby(["siteName", "category"], as_index=False).agg(
+        unitsSold=("unitsSold", "sum"), salesDollars=("salesDollars", "sum")
+    )
+    g["salesDollars"] = g["salesDollars"].round(2)
+    return g[["siteName", "category", "unitsSold", "salesDollars"]]
+
+
+def chimney_sweep_poor_flues(t: Tables) -> pd.DataFrame:
+    s = t["sweeps"]
+    s = s[s["Flue Condition"].isin(["Poor", "Unsafe"])].copy()
+    s["Sweep Date"] = iso_date(s["Sweep Date"], "%d %b %Y")
+    m = s.merge(t["customers"], on="Customer ID", how="left")
+    return m[["Cert No", "Sweep Date", "Name", "Phone", "Appliance", "Flue Condition"]]
+
+
+def tattoo_studio_takings_by_artist(t: Tables) -> pd.DataFrame:
+    a = t["appointments"].drop_duplicates()
+    a = a[a["Status"] == "Completed"].copy()
+    a["Artist"] = a["Artist"].str.strip().str.title()
+    a["Price"] = num(a["Price"])
+    g = a.groupby("Artist", as_index=False).agg(Sessions=("Appt ID", "count"), Takings=("Price", "sum"))
+    return g[["Artist", "Sessions", "Takings"]]
+
+
+def nursery_attendance_by_room_session(t: Tables) -> pd.DataFrame:
+    r = t["registers"].copy()
+    r["Attended"] = num(r["Attended"])
+    r = r.dropna(subset=["Attended"])
+    g = r.groupby(["Room", "Sess"], as_index=False).agg(
+        **{"Avg Attended": ("Attended", "mean"), "Lowest Headcount": ("Attended", "min")}
+    )
+    g["Avg Attended"] = g["Avg Attended"].round(1)
+    return g[["Room", "Sess", "Avg Attended", "Lowest Headcount"]]
+
+
+def swim_club_top5_50_free(t: Tables) -> pd.DataFrame:
+    s = t["swims"]
+    s = s[s["event"] == "50 Free"].dropna(subset=["final_time"])
+    m = s.merge(t["swimmers"], on="swimmer_id")
+    m = m[m["age_group"] == "11-12"].copy()
+    m["meet_date"] = iso_date(m["meet_date"], "%m/%d/%Y")
+    m = m.sort_values("final_time").head(5)
+    return m[["swimmer", "meet", "meet_date", "final_time"]]
+
+
+def egg_farm_lay_by_house(t: Tables) -> pd.DataFrame:
+    d = t["daily_lay"].copy()
+    d["Eggs"] = num(d["Eggs"])
+    d["Lay %"] = num(d["Lay %"])
+    d = d.dropna(subset=["Eggs"])
+    g = d.groupby("House", as_index=False).agg(
+        **{"Total Eggs": ("Eggs", "sum"), "Avg Lay %": ("Lay %", "mean")}
+    )
+    g["Avg Lay %"] = g["Avg Lay %"].round(1)
+    return g.sort_values("Total Eggs", ascending=False)[["House", "Total Eggs", "Avg Lay %"]]
+
+
+def choir_subs_owed(t: Tables) -> pd.DataFrame:
+    s = t["subs"]
+    s = s[(s["Term"] == "Autumn 2026") & (s["Status"] != "Paid")].copy()
+    s["Outstanding"] = num(s["Sub Due"]) - num(s["Paid"])
+    mem = t["members"].copy()
+    mem["Name"] = mem["Name"].str.strip()
+    m = s.merge(mem, on="Member No").sort_values("Name")
+    return m[["Name", "Voice Part", "Outstanding"]]
+
+
+def street_light_open_faults(t: Tables) -> pd.DataFrame:
+    f = t["fault_log"].drop_duplicates(subset=["Fault Ref"], keep="first")
+    f = f[f["Status"] != "Repaired"].copy()
+    f["Reported"] = iso_date(f["Reported"], "%a %d/%m/%Y")
+    return f.sort_values("Reported")[["Fault Ref", "Street", "Fault", "Reported", "Status"]]
+
+
+def pocket_money_by_child(t: Tables) -> pd.DataFrame:
+    log = t["chore_log"].drop_duplicates()
+    log = log[log["approved"] == "Y"].copy()
+    log["childName"] = log["childName"].str.strip().str.title()
+    c = t["chores"].copy()
+    c["rate"] = num(c["rate"])
+    m = log.merge(c, on="choreId")
+    g = m.groupby("childName", as_index=False).agg(choresDone=("choreId", "count"), earned=("rate", "sum"))
+    g["earned"] = g["earned"].round(2)
+    return g.sort_values("earned", ascending=False)[["childName", "choresDone", "earned"]]
+
+
+def ham_radio_top3_countries_20m(t: Tables) -> pd.DataFrame:
+    q = t["qso_log"]
+    q = q[q["BAND"] == "20m"].copy()
+    q["COUNTRY"] = q["COUNTRY"].str.strip().str.title()
+    g = q.groupby("COUNTRY", as_index=False).agg(Stations=("CALL", "nunique"), QSOs=("CALL", "count"))
+    g = g.rename(columns={"COUNTRY": "Country"})
+    return g.sort_values("Stations", ascending=False).head(3)[["Country", "Stations", "QSOs"]]
+
+
+def self_storage_arrears(t: Tables) -> pd.DataFrame:
+    b = t["balances"].copy()
+    b["BalanceDue"] = num(b["BalanceDue"])
+    b = b[b["BalanceDue"] >= 100].copy()
+    b["LastPaymentDate"] = iso_date(b["LastPaymentDate"], "%d/%m/%y")
+    m = b.merge(t["units"], on="UnitNo").merge(t["tenants"], left_on="TenantRef", right_on="CustomerRef")
+    m = m.sort_values("BalanceDue", ascending=False)
+    return m[["UnitNo", "Size", "FullName", "Mobile", "BalanceDue", "LastPaymentDate"]]
+
+
+def archery_top3_recurve_portsmouth(t: Tables) -> pd.DataFrame:
+    s = t["scores"]
+    s = s[s["round"] == "Portsmouth"].copy()
+    s["score"] = num(s["score"])
+    s = s.dropna(subset=["score"])
+    m = s.merge(t["archers"], on="agbNo")
+    m = m[m["bowStyle"] == "Recurve"]
+    g = m.groupby("archerName", as_index=False).agg(avgScore=("score", "mean"), bestScore=("score", "max"))
+    g["avgScore"] = g["avgScore"].round(1)
+    return g.sort_values("avgScore", ascending=False).head(3)[["archerName", "avgScore", "bestScore"]]
+
+
+def bowling_group_bookings_by_zone_type(t: Tables) -> pd.DataFrame:
+    b = t["lane_bookings"].drop_duplicates()
+    b = b[b["Players"] > 6].copy()
+    b["Amount"] = num(b["Amount"])
+    m = b.merge(t["lanes"], on="Lane").merge(t["packages"], on="Pkg Code")
+    g = m.groupby(["Zone", "Package Type"], as_index=False).agg(
+        Bookings=("Booking #", "count"), Revenue=("Amount", "sum")
     )
     g["Revenue"] = g["Revenue"].round(2)
-    g = g.rename(columns={"Name": "Crew Leader"}).sort_values("Revenue", ascending=False)
-    return g[["Crew Leader", "Big Moves", "Revenue"]]
-
-
-def pat_testing_latest_failures(t: Tables) -> pd.DataFrame:
-    p = t["pat_log"].drop_duplicates(subset=["Asset ID"], keep="first").copy()
-    p["Result"] = p["Result"].str.strip().str.title()
-    p = p[p["Result"] == "Fail"].copy()
-    p["Test Date"] = iso_date(p["Test Date"], "%d/%m/%Y")
-    return p.sort_values("Asset ID")[["Asset ID", "Description", "Location", "Test Date"]]
-
-
-def food_hygiene_ratings_by_business_type(t: Tables) -> pd.DataFrame:
-    i = t["inspections"].drop_duplicates(subset=["FHRSID"], keep="first")
-    i = i.dropna(subset=["RatingValue"])
-    g = i.groupby("BusinessType", as_index=False).agg(
-        Premises=("FHRSID", "count"), AvgRating=("RatingValue", "mean")
-    )
-    g["AvgRating"] = g["AvgRating"].round(2)
-    g = g.sort_values("AvgRating")
-    return g[["BusinessType", "Premises", "AvgRating"]]
-
-
-def polling_verification_by_ward(t: Tables) -> pd.DataFrame:
-    v = t["verification"]
-    v = v[v["Election"] == "Borough"].copy()
-    v["Ballot Papers"] = num(v["Ballot Papers"])
-    m = v.merge(t["stations"], on="Station Code").merge(t["districts"], on="Polling District")
-    g = m.groupby("Ward", as_index=False).agg(
-        **{"Ballot Boxes": ("Ballot Box", "count"), "Ballot Papers": ("Ballot Papers", "sum")}
-    )
-    g = g.sort_values("Ward")
-    return g[["Ward", "Ballot Boxes", "Ballot Papers"]]
-
-
-def freezer_meals_to_use_first(t: Tables) -> pd.DataFrame:
-    f = t["freezer"].copy()
-    f["Type"] = f["Type"].str.strip().str.title()
-    f = f[f["Type"].isin(["Meal", "Soup"]) & (f["Portions"] >= 2)].copy()
-    f["Use By"] = iso_date(f["Use By"], "%d/%m/%y")
-    return f.sort_values("Use By")[["Item", "Type", "Portions", "Use By"]]
-
-
-def florist_sales_by_occasion_and_channel(t: Tables) -> pd.DataFrame:
-    o = t["orders"]
-    o = o[o["status"] == "Fulfilled"].copy()
-    o["sales"] = o["qty"] * num(o["unitPrice"])
-    m = o.merge(t["products"], on="sku")
-    g = m.groupby(["occasion", "channel"], as_index=False).agg(
-        orders=("orderNo", "count"), sales=("sales", "sum")
-    )
-    g["sales"] = g["sales"].round(2)
-    return g[["occasion", "channel", "orders", "sales"]]
-
-
-def tool_hire_top5_long_trade_hires(t: Tables) -> pd.DataFrame:
-    h = t["hires"]
-    h = h[h["Days"] > 7]
-    m = h.merge(t["tools"], on="ToolCode").merge(t["customers"], left_on="AccountNo", right_on="Account No")
-    m = m[m["Account Type"] == "Trade"].copy()
-    m["Hire Charge"] = (m["Days"] * num(m["DayRate"])).round(2)
-    m = m.sort_values("Hire Charge", ascending=False).head(5)
-    return m[["HireRef", "Customer", "Tool", "Days", "Hire Charge"]]
-
-
-def lifeguard_rescues_and_major_first_aid(t: Tables) -> pd.DataFrame:
-    i = t["incidents"]
-    i = i[i["incident_type"].isin(["Rescue", "Major first aid"])].copy()
-    i["incident_date"] = iso_date(i["incident_date"], "%a %d/%m/%Y")
-    i["lifeguard"] = i["lifeguard"].str.strip()
-    m = i.merge(t["beaches"], on="beach_code", how="left")
-    return m[["incident_ref", "incident_date", "beach_name", "incident_type", "lifeguard"]]
+    return g[["Zone", "Package Type", "Bookings", "Revenue"]]
 
 
 CASES: dict[str, CaseFn] = {
-    "01_bike_repair_ready_for_collection": bike_repair_ready_for_collection,
-    "02_cricket_top5_league_run_scorers": cricket_top5_league_run_scorers,
-    "03_climbing_wall_problems_up_by_wall_circuit": climbing_wall_problems_up_by_wall_circuit,
-    "04_pub_quiz_top3_teams": pub_quiz_top3_teams,
-    "05_yacht_race2_corrected_times": yacht_race2_corrected_times,
-    "06_farrier_fees_by_yard": farrier_fees_by_yard,
-    "07_optician_orders_by_lens_type": optician_orders_by_lens_type,
-    "08_removals_big_moves_by_crew_leader": removals_big_moves_by_crew_leader,
-    "09_pat_testing_latest_failures": pat_testing_latest_failures,
-    "10_food_hygiene_ratings_by_business_type": food_hygiene_ratings_by_business_type,
-    "11_polling_verification_by_ward": polling_verification_by_ward,
-    "12_freezer_meals_to_use_first": freezer_meals_to_use_first,
-    "13_florist_sales_by_occasion_and_channel": florist_sales_by_occasion_and_channel,
-    "14_tool_hire_top5_long_trade_hires": tool_hire_top5_long_trade_hires,
-    "15_lifeguard_rescues_and_major_first_aid": lifeguard_rescues_and_major_first_aid,
+    "01_locksmith_invoiced_lockouts": locksmith_invoiced_lockouts,
+    "02_campsite_longer_stays_by_pitch_type": campsite_longer_stays_by_pitch_type,
+    "03_vending_sales_by_site_and_category": vending_sales_by_site_and_category,
+    "04_chimney_sweep_poor_flues": chimney_sweep_poor_flues,
+    "05_tattoo_studio_takings_by_artist": tattoo_studio_takings_by_artist,
+    "06_nursery_attendance_by_room_session": nursery_attendance_by_room_session,
+    "07_swim_club_top5_50_free": swim_club_top5_50_free,
+    "08_egg_farm_lay_by_house": egg_farm_lay_by_house,
+    "09_choir_subs_owed": choir_subs_owed,
+    "10_street_light_open_faults": street_light_open_faults,
+    "11_pocket_money_by_child": pocket_money_by_child,
+    "12_ham_radio_top3_countries_20m": ham_radio_top3_countries_20m,
+    "13_self_storage_arrears": self_storage_arrears,
+    "14_archery_top3_recurve_portsmouth": archery_top3_recurve_portsmouth,
+    "15_bowling_group_bookings_by_zone_type": bowling_group_bookings_by_zone_type,
 }
 
 
