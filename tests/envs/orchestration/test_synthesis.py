@@ -642,3 +642,25 @@ def test_a_repeated_bike_is_not_a_change_log_when_each_job_has_its_own_number() 
     found = synthesise({"jobs": jobs}, wanted.head(5))
     assert found.spec is not None
     assert same_table(run_spec({"jobs": jobs}, found.spec).output, wanted)
+
+
+def test_a_lookup_table_is_deduplicated_only_on_the_key_it_joins_on() -> None:
+    """Two machines stand at the Lakeside site: the machine list repeats the site with the same
+    address, as versions of one record would, but sales join on the machine; both machines' sales
+    count for the site."""
+    machines = pd.DataFrame(
+        {
+            "machineId": ["M1", "M2", "M3", "M4"],
+            "siteName": ["Lakeside", "Lakeside", "Depot", "Library"],
+            "address": ["1 Lake Rd", "1 Lake Rd", "2 Depot St", "3 High St"],
+        }
+    )
+    sales = pd.DataFrame(
+        {"machineId": ["M1", "M2", "M3", "M4", "M1", "M2", "M3", "M2"], "units": [3, 5, 2, 4, 1, 6, 2, 2]}
+    )
+    options = cleanings(machines, target_facts(pd.DataFrame({"siteName": ["Lakeside"]})), fact=sales)
+    assert not any(step.role == Role.DEDUP for option in options for step in option.steps)
+    wanted = sales.merge(machines, on="machineId").groupby("siteName", as_index=False)["units"].sum()
+    found = synthesise({"sales": sales, "machines": machines}, wanted)
+    assert found.spec is not None
+    assert same_table(run_spec({"sales": sales, "machines": machines}, found.spec).output, wanted)

@@ -96,3 +96,11 @@ def test_a_bound_that_names_no_column_goes_to_the_number_columns_it_falls_within
     named = {o.label: o.log_prior for o in filters(jobs, jobs.head(0), request) if "requested" in o.label}
     assert set(named) == {"Vol (m3) ge 30.0 (requested)", "Status eq Completed (requested)"}
     assert named["Vol (m3) ge 30.0 (requested)"] > 0
+
+
+def test_a_value_with_a_number_is_named_by_its_words_unless_another_value_has_them_too() -> None:
+    request = Request.read("Who still owes subs for this autumn term? Court usage for each court.")
+    assert request is not None
+    assert request.names("Autumn 2026", ["Summer 2026", "Autumn 2026"]) is True
+    assert request.names("Court 1", ["Court 1", "Court 2"]) is None  # "court" names every court
+    assert request.names("Summer 2026", ["Summer 2026", "Autumn 2026"]) is None

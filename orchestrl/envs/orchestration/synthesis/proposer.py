@@ -118,8 +118,12 @@ def rewrites(facts: Mapping[str, ColumnFacts], target: Mapping[str, TargetFacts]
     return options
 
 
-def cleanings(frame: pd.DataFrame, target: Mapping[str, TargetFacts]) -> list[Option]:
-    """Alternative cleanings of one (rewritten) table, most likely first."""
+def cleanings(
+    frame: pd.DataFrame, target: Mapping[str, TargetFacts], fact: pd.DataFrame | None = None
+) -> list[Option]:
+    """Alternative cleanings of one (rewritten) table, most likely first. A lookup table (``fact``:
+    the fact table it joins to) is only deduplicated on a key the fact table's values occur in:
+    one row per machine, not one per site the machines stand at."""
     facts = column_facts(frame)
     options = [Option(0.0, ())]
     for f in facts.values():
@@ -155,7 +159,9 @@ def cleanings(frame: pd.DataFrame, target: Mapping[str, TargetFacts]) -> list[Op
     keys = {
         f.name: agreement
         for f in facts.values()
-        if _repeated_key(distinct[f.name], f) and (agreement := _versions(distinct, f.name)) >= MIN_AGREEMENT
+        if _repeated_key(distinct[f.name], f)
+        and (fact is None or _joins_on(distinct[f.name], fact))
+        and (agreement := _versions(distinct, f.name)) >= MIN_AGREEMENT
     }
     key = max(keys, key=lambda k: (keys[k], k in target, distinct[k].nunique()), default=None)
     key = facts[key] if key is not None else None
@@ -176,6 +182,12 @@ def cleanings(frame: pd.DataFrame, target: Mapping[str, TargetFacts]) -> list[Op
             )
         ]
     return sorted(options, key=lambda o: -o.log_prior)
+
+
+def _joins_on(column: pd.Series, fact: pd.DataFrame) -> bool:
+    """Whether most values of some column of ``fact`` occur in ``column`` (a key to join on)."""
+    have = set(column.dropna().astype(str))
+    return any(float(fact[c].dropna().astype(str).isin(have).mean() or 0.0) >= 0.5 for c in fact.columns)
 
 
 def _own_records(
@@ -330,45 +342,45 @@ def _column_filters(
 
 
 def _requested(
-    name: str, f: ColumnFacts, column: pd.Series, request: Request, loose: list[tuple[str, float, float]]
+    name: str, f: ColumnFacts, column: pd.Series, request: Request, loose: list[tuple[str, float]]
 ) -> list[Option]:
     """The filters on one column that the request names, each as likely as an equality filter
     would be at :data:`.request.MENTION_ODDS` times its prior (likelier than no filter): not-null
-    on a column it says must be filled, its bounds on a number column (and a share of each bound
-    that names no column, ``loose``), and on a category each value it names (equal; and in the set
-    of them when it names several) or leaves out (not equal, or in the set of the others)."""
-    out: list[tuple[str, Any, float]] = []
+    on a column it says must be filled, its bounds on a number column (and the bounds that name no
+    column, ``loose``), and on a category each value it names (equal; and in the set of them when
+    it names several) or leaves out (not equal, or in the set of the others)."""
+    out: list[tuple[str, Any]] = []
     if f.missing > 0 and request.wants_filled(name):
-        out.append(("notnull", None, 1.0))
+        out.append(("notnull", None))
     if f.kind == "number" and f.distinct >= 2:
-        out += [(op, value, 1.0) for op, value in request.bounds_on(name)] + loose
+        out += request.bounds_on(name) + loose
     elif f.kind in ("text", "date_text") and 1 < f.distinct <= MAX_CATEGORY:
         values = sorted(str(v) for v in column.dropna().unique())
-        said = {v: request.names(v) for v in values}
+        said = {v: request.names(v, values) for v in values}
         keep = [v for v in values if said[v] is True]
         drop = [v for v in values if said[v] is False]
         rest = tuple(v for v in values if v not in drop)
-        out += [("eq", v, 1.0) for v in keep] + [("ne", v, 1.0) for v in drop]
+        out += [("eq", v) for v in keep] + [("ne", v) for v in drop]
         if 1 < len(keep) < len(values):
-            out.append(("in", tuple(keep), 1.0))
+            out.append(("in", tuple(keep)))
         if len(drop) > 1 and 0 < len(rest) <= MAX_SET_VALUES:
-            out.append(("in", rest, 1.0))
-    prior = FILTER_PRIOR["eq"] * MENTION_ODDS
-    named = [(_filter(name, op, value, "eq"), share) for op, value, share in out]
-    return [Option(math.log(prior * share), o.steps, o.label + " (requested)") for o, share in named]
+            out.append(("in", rest))
+    prior = math.log(FILTER_PRIOR["eq"] * MENTION_ODDS)
+    named = [_filter(name, op, value, "eq") for op, value in out]
+    return [Option(prior, o.steps, o.label + " (requested)") for o in named]
 
 
 def _loose_bounds(
     frame: pd.DataFrame, facts: Mapping[str, ColumnFacts], request: Request
-) -> dict[str, list[tuple[str, float, float]]]:
+) -> dict[str, list[tuple[str, float]]]:
     """Bounds whose words name no number column ("30 cubic metres or more" of ``Vol (m3)``), for
-    each number column whose values lie on both sides of the bound, with an equal share of it."""
+    each number column whose values lie on both sides of the bound (the example rows decide
+    between them)."""
     numbers = [name for name, f in facts.items() if f.kind == "number" and f.distinct >= 2]
-    out: dict[str, list[tuple[str, float, float]]] = {}
+    out: dict[str, list[tuple[str, float]]] = {}
     for op, value in request.unplaced(numbers):
-        across = [n for n in numbers if frame[n].min() < value <= frame[n].max()]
-        for name in across:
-            out.setdefault(name, []).append((op, value, 1.0 / len(across)))
+        for name in (n for n in numbers if frame[n].min() < value <= frame[n].max()):
+            out.setdefault(name, []).append((op, value))
     return out
 
 

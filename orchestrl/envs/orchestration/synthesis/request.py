@@ -15,6 +15,7 @@ come from the data, never from a list of domain words. Without a request nothing
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from orchestrl.envs.orchestration.synthesis.evidence import name_tokens
@@ -98,14 +99,19 @@ class Request:
             unfilled |= {word for m in missing for word in name_tokens(m.group(1))}
         return cls(tuple(clauses), tuple(bounds), frozenset(unfilled))
 
-    def names(self, value: str) -> bool | None:
+    def names(self, value: str, others: Sequence[str] = ()) -> bool | None:
         """Whether the request names ``value``: True in a clause keeping it, False in one leaving it
-        out, None when it does not name it (or the value is a number or a function word)."""
+        out, None when it does not name it (or the value is a number or a function word). A value
+        with numbers among its words is also named by its words alone ("this autumn"), unless one
+        of the column's ``others`` has the same words ("Court 1", "Court 2")."""
         phrase = normalise(value)
         if len(phrase) < 2 or phrase in FUNCTION_WORDS or not re.search(r"[a-z]", phrase):
             return None
-        pattern = re.compile(rf"\b{re.escape(phrase)}(?:s|es|d|ed)?\b")
-        found = [negated for text, negated in self.clauses if pattern.search(text)]
+        words = _words(phrase)  # "Autumn 2026": "this autumn"
+        found = [negated for text, negated in self.clauses if _says(phrase, text)]
+        alone = all(_words(normalise(o)) != words for o in others if o != value)
+        if not found and alone and words != phrase and len(words) >= 3 and words not in FUNCTION_WORDS:
+            found = [negated for text, negated in self.clauses if _says(words, text)]
         if not found:
             return None
         return not all(found)
@@ -135,6 +141,15 @@ def normalise(text: str) -> str:
     text = re.sub(r"[-_/]", " ", text)
     text = re.sub(r"[^\w\s.$£€%]|(?<!\d)\.|\.(?!\d)", " ", text)
     return " ".join(text.split())
+
+
+def _words(phrase: str) -> str:
+    return " ".join(w for w in phrase.split() if not w.isdigit())
+
+
+def _says(phrase: str, text: str) -> bool:
+    """``text`` holds ``phrase`` as whole words (with a plural or past-tense ending)."""
+    return re.search(rf"\b{re.escape(phrase)}(?:s|es|d|ed)?\b", text) is not None
 
 
 def _without_articles(text: str) -> str:

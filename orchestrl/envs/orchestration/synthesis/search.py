@@ -179,7 +179,8 @@ def synthesise(
         variants = []
         for rewrite in fixed:
             clean_frame = run_steps(frame, rewrite.steps, {})
-            for option in cleanings(clean_frame, facts)[:CLEANINGS]:
+            fact = None if name == names[0] else sources[names[0]]
+            for option in cleanings(clean_frame, facts, fact)[:CLEANINGS]:
                 variants.append(Option(rewrite.log_prior + option.log_prior, rewrite.steps + option.steps))
         rewritten[name] = variants
     for name, variants in rewritten.items():
