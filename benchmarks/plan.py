@@ -3,7 +3,7 @@ between the env's generated tasks and the same tasks handed over as CSV files.
 
 Corpora written by hand, not by the env's generator (see their READMEs):
 ``tests/data/plan_cases/`` (``dev``: the synthesiser was tuned while looking at it);
-``tests/data/plan_cases_seen{,_b,_c,_d,_e,_f,_g}/`` (``seen`` to ``seen_g``: earlier held-out sets,
+``tests/data/plan_cases_seen{,_b,_c,_d,_e,_f,_g,_h}/`` (``seen`` to ``seen_h``: earlier held-out sets,
 each measured blind once, its figure kept in its README, then looked at and used for tuning); and
 ``tests/data/plan_cases_heldout/`` (``heldout``: written afterwards by someone who had not seen
 the planner, never used for tuning; its figures are the ones that say how ``plan`` does on new
@@ -64,6 +64,7 @@ CORPORA = {
     "seen_e": DATA / "plan_cases_seen_e",
     "seen_f": DATA / "plan_cases_seen_f",
     "seen_g": DATA / "plan_cases_seen_g",
+    "seen_h": DATA / "plan_cases_seen_h",
     "heldout": DATA / "plan_cases_heldout",
 }
 

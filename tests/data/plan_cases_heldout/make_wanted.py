@@ -22,180 +22,177 @@ sys.path.insert(0, str(HERE.parent))
 from plan_corpus import CaseFn, Tables, iso_date, num, run  # noqa: E402
 
 
-def locksmith_invoiced_lockouts(t: Tables) -> pd.DataFrame:
-    j = t["jobs"]
-    j = j[(j["Job Type"] == "Lockout") & (j["Status"] == "Invoiced")].copy()
-    j["Charged"] = (num(j["Labour"]) + num(j["Parts"])).round(2)
-    j["Date"] = iso_date(j["Date"], "%d/%m/%Y")
-    c = t["customers"].copy()
-    c["Customer Name"] = c["Customer Name"].str.strip()
-    m = j.merge(c, left_on="Acct", right_on="Account").sort_values("Date")
-    m = m.rename(columns={"Customer Name": "Customer"})
-    return m[["Job Ref", "Date", "Customer", "Phone", "Address", "Charged"]]
+def phone_repair_ready_for_collection(t: Tables) -> pd.DataFrame:
+    r = t["repairs"]
+    r = r[r["Status"] == "Ready for collection"].copy()
+    r["Balance Due"] = num(r["Quote"]) - num(r["Deposit"])
+    r["Booked In"] = iso_date(r["Booked In"], "%d/%m/%Y")
+    m = r.merge(t["customers"], left_on="Cust No", right_on="Customer No")
+    m = m.sort_values("Booked In")
+    return m[["Job No", "Booked In", "Name", "Mobile", "Device", "Balance Due"]]
 
 
-def campsite_longer_stays_by_pitch_type(t: Tables) -> pd.DataFrame:
-    b = t["bookings"]
-    b = b[(b["status"] != "Cancelled") & (b["nights"] >= 3)].copy()
-    b["total_paid"] = num(b["total_paid"])
-    m = b.merge(t["pitches"], on="pitch_no")
-    g = m.groupby("pitch_type", as_index=False).agg(
-        bookings=("booking_ref", "count"), takings=("total_paid", "sum")
+def ice_cream_van_top3_pitches(t: Tables) -> pd.DataFrame:
+    s = t["sessions"].drop_duplicates()
+    s = s[s["session_type"] != "Private hire"].copy()
+    s["takings"] = num(s["cash_takings"]) + num(s["card_takings"])
+    m = s.merge(t["pitches"], on="pitch_code")
+    g = m.groupby("pitch_name", as_index=False).agg(
+        sessions=("session_date", "count"), takings=("takings", "sum")
     )
-    return g.sort_values("takings", ascending=False)[["pitch_type", "bookings", "takings"]]
+    g["takings"] = g["takings"].round(2)
+    return g.sort_values("takings", ascending=False).head(3)[["pitch_name", "sessions", "takings"]]
 
 
-def vending_sales_by_site_and_category(t: Tables) -> pd.DataFrame:
-    s = t["vend_sales"].drop_duplicates()
-    p = t["products"].copy()
-    p["price"] = num(p["price"])
-    m = s.merge(t["machines"], on="machineId").merge(p, on="sku")
-    m["salesDollars"] = m["unitsSold"] * m["price"]
-    g = m.groupby(["siteName", "category"], as_index=False).agg(
-        unitsSold=("unitsSold", "sum"), salesDollars=("salesDollars", "sum")
+def coffee_roastery_roasted_kg_by_origin_level(t: Tables) -> pd.DataFrame:
+    r = t["roast_log"].copy()
+    r["Roasted (kg)"] = num(r["Roasted (kg)"])
+    r = r.dropna(subset=["Roasted (kg)"])
+    r["Roast Level"] = r["Lvl"].str.strip().str.title()
+    g = r.groupby(["Origin", "Roast Level"], as_index=False).agg(
+        Batches=("Batch", "count"), **{"Roasted (kg)": ("Roasted (kg)", "sum")}
     )
-    g["salesDollars"] = g["salesDollars"].round(2)
-    return g[["siteName", "category", "unitsSold", "salesDollars"]]
+    g["Roasted (kg)"] = g["Roasted (kg)"].round(2)
+    return g[["Origin", "Roast Level", "Batches", "Roasted (kg)"]]
 
 
-def chimney_sweep_poor_flues(t: Tables) -> pd.DataFrame:
-    s = t["sweeps"]
-    s = s[s["Flue Condition"].isin(["Poor", "Unsafe"])].copy()
-    s["Sweep Date"] = iso_date(s["Sweep Date"], "%d %b %Y")
-    m = s.merge(t["customers"], on="Customer ID", how="left")
-    return m[["Cert No", "Sweep Date", "Name", "Phone", "Appliance", "Flue Condition"]]
+def picture_framing_ready_orders(t: Tables) -> pd.DataFrame:
+    o = t["orders"]
+    o = o[o["Status"] == "Ready"]
+    md = t["mouldings"].copy()
+    md["Price/m"] = num(md["Price/m"])
+    m = o.merge(md, on="Moulding").merge(t["customers"], on="Cust ID")
+    m["Moulding Cost"] = (m["Moulding (m)"] * m["Price/m"]).round(2)
+    return m[["Order No", "Customer", "Phone", "Artwork", "Description", "Moulding Cost"]]
 
 
-def tattoo_studio_takings_by_artist(t: Tables) -> pd.DataFrame:
-    a = t["appointments"].drop_duplicates()
-    a = a[a["Status"] == "Completed"].copy()
-    a["Artist"] = a["Artist"].str.strip().str.title()
-    a["Price"] = num(a["Price"])
-    g = a.groupby("Artist", as_index=False).agg(Sessions=("Appt ID", "count"), Takings=("Price", "sum"))
-    return g[["Artist", "Sessions", "Takings"]]
+def canoe_rental_long_rentals_by_craft(t: Tables) -> pd.DataFrame:
+    r = t["rentals"]
+    r = r[(r["status"] == "Returned") & (r["hours"] >= 2)].copy()
+    r["paid"] = num(r["paid"])
+    m = r.merge(t["fleet"], on="boat_no")
+    g = m.groupby("craft_type", as_index=False).agg(rentals=("rental_id", "count"), revenue=("paid", "sum"))
+    return g.sort_values("revenue", ascending=False)[["craft_type", "rentals", "revenue"]]
 
 
-def nursery_attendance_by_room_session(t: Tables) -> pd.DataFrame:
-    r = t["registers"].copy()
-    r["Attended"] = num(r["Attended"])
-    r = r.dropna(subset=["Attended"])
-    g = r.groupby(["Room", "Sess"], as_index=False).agg(
-        **{"Avg Attended": ("Attended", "mean"), "Lowest Headcount": ("Attended", "min")}
+def mot_failures_without_retest(t: Tables) -> pd.DataFrame:
+    x = t["mot_tests"]
+    x = x[(x["Result"] == "FAIL") & (x["Retest Booked"] == "N")].copy()
+    x["Test Date"] = iso_date(x["Test Date"], "%d.%m.%Y")
+    x["Mileage"] = num(x["Mileage"])
+    m = x.merge(t["vehicles"], left_on="Reg", right_on="Registration").sort_values("Owner")
+    return m[["Owner", "Phone", "Reg", "Make", "Model", "Test Date", "Mileage"]]
+
+
+def annual_leave_days_by_team(t: Tables) -> pd.DataFrame:
+    r = t["leave_requests"].drop_duplicates(subset=["requestId"], keep="first")
+    r = r[(r["leaveType"] == "Annual") & (r["status"] == "Approved")]
+    m = r.merge(t["staff"], on="empId")
+    g = m.groupby("team", as_index=False).agg(staffOnLeave=("empId", "nunique"), daysApproved=("days", "sum"))
+    return g[["team", "staffOnLeave", "daysApproved"]]
+
+
+def family_mobile_usage_by_member_month(t: Tables) -> pd.DataFrame:
+    u = t["weekly_usage"].copy()
+    u["Member"] = u["Member"].str.strip()
+    u["Data (MB)"] = num(u["Data (MB)"])
+    u["Extras"] = num(u["Extras"])
+    g = u.groupby(["Member", "Bill Period"], as_index=False).agg(
+        **{"Data (MB)": ("Data (MB)", "sum"), "Extras": ("Extras", "sum")}
     )
-    g["Avg Attended"] = g["Avg Attended"].round(1)
-    return g[["Room", "Sess", "Avg Attended", "Lowest Headcount"]]
+    g["Extras"] = g["Extras"].round(2)
+    return g[["Member", "Bill Period", "Data (MB)", "Extras"]]
 
 
-def swim_club_top5_50_free(t: Tables) -> pd.DataFrame:
-    s = t["swims"]
-    s = s[s["event"] == "50 Free"].dropna(subset=["final_time"])
-    m = s.merge(t["swimmers"], on="swimmer_id")
-    m = m[m["age_group"] == "11-12"].copy()
-    m["meet_date"] = iso_date(m["meet_date"], "%m/%d/%Y")
-    m = m.sort_values("final_time").head(5)
-    return m[["swimmer", "meet", "meet_date", "final_time"]]
+def home_renovation_spend_by_room_trade(t: Tables) -> pd.DataFrame:
+    s = t["spend"].drop_duplicates()
+    s = s[s["Type"] != "Quote"].copy()
+    s["Room"] = s["Room"].str.strip().str.title()
+    s["Amount"] = num(s["Amount"])
+    m = s.merge(t["suppliers"], on="Supplier")
+    g = m.groupby(["Room", "Trade"], as_index=False).agg(Spent=("Amount", "sum"))
+    g["Spent"] = g["Spent"].round(2)
+    return g[["Room", "Trade", "Spent"]]
 
 
-def egg_farm_lay_by_house(t: Tables) -> pd.DataFrame:
-    d = t["daily_lay"].copy()
-    d["Eggs"] = num(d["Eggs"])
-    d["Lay %"] = num(d["Lay %"])
-    d = d.dropna(subset=["Eggs"])
-    g = d.groupby("House", as_index=False).agg(
-        **{"Total Eggs": ("Eggs", "sum"), "Avg Lay %": ("Lay %", "mean")}
+def ambulance_cat2_response_by_station(t: Tables) -> pd.DataFrame:
+    i = t["incidents"]
+    i = i[i["Category"] == "C2"].copy()
+    i["ResponseMins"] = num(i["ResponseMins"])
+    i = i.dropna(subset=["ResponseMins"])
+    m = i.merge(t["vehicles"], on="Callsign").merge(t["stations"], on="StationId")
+    g = m.groupby("StationName", as_index=False).agg(
+        C2Calls=("IncidentNo", "count"), MeanResponseMins=("ResponseMins", "mean")
     )
-    g["Avg Lay %"] = g["Avg Lay %"].round(1)
-    return g.sort_values("Total Eggs", ascending=False)[["House", "Total Eggs", "Avg Lay %"]]
+    g["MeanResponseMins"] = g["MeanResponseMins"].round(2)
+    return g.sort_values("MeanResponseMins", ascending=False)[["StationName", "C2Calls", "MeanResponseMins"]]
 
 
-def choir_subs_owed(t: Tables) -> pd.DataFrame:
-    s = t["subs"]
-    s = s[(s["Term"] == "Autumn 2026") & (s["Status"] != "Paid")].copy()
-    s["Outstanding"] = num(s["Sub Due"]) - num(s["Paid"])
-    mem = t["members"].copy()
-    mem["Name"] = mem["Name"].str.strip()
-    m = s.merge(mem, on="Member No").sort_values("Name")
-    return m[["Name", "Voice Part", "Outstanding"]]
+def pothole_deep_open_reports(t: Tables) -> pd.DataFrame:
+    r = t["reports"].copy()
+    r["depth_mm"] = num(r["depth_mm"])
+    r = r[r["status"].isin(["Open", "Scheduled"]) & (r["depth_mm"] >= 40)].copy()
+    r["reported_on"] = iso_date(r["reported_on"], "%d %B %Y")
+    m = r.merge(t["streets"], left_on="street_id", right_on="usrn", how="left")
+    m = m.sort_values("depth_mm", ascending=False)
+    return m[["report_ref", "reported_on", "street_name", "ward", "depth_mm", "status"]]
 
 
-def street_light_open_faults(t: Tables) -> pd.DataFrame:
-    f = t["fault_log"].drop_duplicates(subset=["Fault Ref"], keep="first")
-    f = f[f["Status"] != "Repaired"].copy()
-    f["Reported"] = iso_date(f["Reported"], "%a %d/%m/%Y")
-    return f.sort_values("Reported")[["Fault Ref", "Street", "Fault", "Reported", "Status"]]
+def bridge_club_top3_pairs(t: Tables) -> pd.DataFrame:
+    r = t["results"].copy()
+    r["score"] = num(r["score"])
+    r = r.dropna(subset=["score"])
+    m = r.merge(t["sessions"], on="sessionId").merge(t["pairs"], on="pairNo")
+    m = m[m["sessionType"] == "Club Pairs"]
+    g = m.groupby("players", as_index=False).agg(nights=("sessionId", "count"), avgScore=("score", "mean"))
+    g["avgScore"] = g["avgScore"].round(2)
+    return g.sort_values("avgScore", ascending=False).head(3)[["players", "nights", "avgScore"]]
 
 
-def pocket_money_by_child(t: Tables) -> pd.DataFrame:
-    log = t["chore_log"].drop_duplicates()
-    log = log[log["approved"] == "Y"].copy()
-    log["childName"] = log["childName"].str.strip().str.title()
-    c = t["chores"].copy()
-    c["rate"] = num(c["rate"])
-    m = log.merge(c, on="choreId")
-    g = m.groupby("childName", as_index=False).agg(choresDone=("choreId", "count"), earned=("rate", "sum"))
-    g["earned"] = g["earned"].round(2)
-    return g.sort_values("earned", ascending=False)[["childName", "choresDone", "earned"]]
+def golf_top5_division1_stableford(t: Tables) -> pd.DataFrame:
+    c = t["comp_entries"]
+    c = c[(c["Competition"] == "November Stableford") & (c["Playing HCP"] <= 18)].copy()
+    c["Points"] = num(c["Points"])
+    c = c.dropna(subset=["Points"])
+    return c.sort_values("Points", ascending=False).head(5)[["Player", "Playing HCP", "Points"]]
 
 
-def ham_radio_top3_countries_20m(t: Tables) -> pd.DataFrame:
-    q = t["qso_log"]
-    q = q[q["BAND"] == "20m"].copy()
-    q["COUNTRY"] = q["COUNTRY"].str.strip().str.title()
-    g = q.groupby("COUNTRY", as_index=False).agg(Stations=("CALL", "nunique"), QSOs=("CALL", "count"))
-    g = g.rename(columns={"COUNTRY": "Country"})
-    return g.sort_values("Stations", ascending=False).head(3)[["Country", "Stations", "QSOs"]]
+def geocaching_finds_by_cache_type(t: Tables) -> pd.DataFrame:
+    f = t["my_logs"].drop_duplicates()
+    f = f[f["Log Type"] == "Found it"].copy()
+    f["Type"] = f["Type"].str.strip().str.title()
+    g = f.groupby("Type", as_index=False).agg(Finds=("GC Code", "count"), **{"Avg Difficulty": ("D", "mean")})
+    g["Avg Difficulty"] = g["Avg Difficulty"].round(2)
+    return g.sort_values("Finds", ascending=False)[["Type", "Finds", "Avg Difficulty"]]
 
 
-def self_storage_arrears(t: Tables) -> pd.DataFrame:
-    b = t["balances"].copy()
-    b["BalanceDue"] = num(b["BalanceDue"])
-    b = b[b["BalanceDue"] >= 100].copy()
-    b["LastPaymentDate"] = iso_date(b["LastPaymentDate"], "%d/%m/%y")
-    m = b.merge(t["units"], on="UnitNo").merge(t["tenants"], left_on="TenantRef", right_on="CustomerRef")
-    m = m.sort_values("BalanceDue", ascending=False)
-    return m[["UnitNo", "Size", "FullName", "Mobile", "BalanceDue", "LastPaymentDate"]]
-
-
-def archery_top3_recurve_portsmouth(t: Tables) -> pd.DataFrame:
-    s = t["scores"]
-    s = s[s["round"] == "Portsmouth"].copy()
-    s["score"] = num(s["score"])
-    s = s.dropna(subset=["score"])
-    m = s.merge(t["archers"], on="agbNo")
-    m = m[m["bowStyle"] == "Recurve"]
-    g = m.groupby("archerName", as_index=False).agg(avgScore=("score", "mean"), bestScore=("score", "max"))
-    g["avgScore"] = g["avgScore"].round(1)
-    return g.sort_values("avgScore", ascending=False).head(3)[["archerName", "avgScore", "bestScore"]]
-
-
-def bowling_group_bookings_by_zone_type(t: Tables) -> pd.DataFrame:
-    b = t["lane_bookings"].drop_duplicates()
-    b = b[b["Players"] > 6].copy()
-    b["Amount"] = num(b["Amount"])
-    m = b.merge(t["lanes"], on="Lane").merge(t["packages"], on="Pkg Code")
-    g = m.groupby(["Zone", "Package Type"], as_index=False).agg(
-        Bookings=("Booking #", "count"), Revenue=("Amount", "sum")
-    )
-    g["Revenue"] = g["Revenue"].round(2)
-    return g[["Zone", "Package Type", "Bookings", "Revenue"]]
+def yarn_stash_dk_for_jumper(t: Tables) -> pd.DataFrame:
+    s = t["stash"].copy()
+    s["Skeins"] = num(s["Skeins"])
+    s = s[(s["Weight"] == "DK") & (s["Skeins"] >= 3)].copy()
+    s["Brand"] = s["Brand"].str.strip()
+    s["YarnName"] = s["YarnName"].str.strip()
+    s["TotalMetres"] = s["Skeins"] * s["MetresPerSkein"]
+    s = s.sort_values("TotalMetres", ascending=False)
+    return s[["Brand", "YarnName", "Colourway", "Skeins", "TotalMetres"]]
 
 
 CASES: dict[str, CaseFn] = {
-    "01_locksmith_invoiced_lockouts": locksmith_invoiced_lockouts,
-    "02_campsite_longer_stays_by_pitch_type": campsite_longer_stays_by_pitch_type,
-    "03_vending_sales_by_site_and_category": vending_sales_by_site_and_category,
-    "04_chimney_sweep_poor_flues": chimney_sweep_poor_flues,
-    "05_tattoo_studio_takings_by_artist": tattoo_studio_takings_by_artist,
-    "06_nursery_attendance_by_room_session": nursery_attendance_by_room_session,
-    "07_swim_club_top5_50_free": swim_club_top5_50_free,
-    "08_egg_farm_lay_by_house": egg_farm_lay_by_house,
-    "09_choir_subs_owed": choir_subs_owed,
-    "10_street_light_open_faults": street_light_open_faults,
-    "11_pocket_money_by_child": pocket_money_by_child,
-    "12_ham_radio_top3_countries_20m": ham_radio_top3_countries_20m,
-    "13_self_storage_arrears": self_storage_arrears,
-    "14_archery_top3_recurve_portsmouth": archery_top3_recurve_portsmouth,
-    "15_bowling_group_bookings_by_zone_type": bowling_group_bookings_by_zone_type,
+    "01_phone_repair_ready_for_collection": phone_repair_ready_for_collection,
+    "02_ice_cream_van_top3_pitches": ice_cream_van_top3_pitches,
+    "03_coffee_roastery_roasted_kg_by_origin_level": coffee_roastery_roasted_kg_by_origin_level,
+    "04_picture_framing_ready_orders": picture_framing_ready_orders,
+    "05_canoe_rental_long_rentals_by_craft": canoe_rental_long_rentals_by_craft,
+    "06_mot_failures_without_retest": mot_failures_without_retest,
+    "07_annual_leave_days_by_team": annual_leave_days_by_team,
+    "08_family_mobile_usage_by_member_month": family_mobile_usage_by_member_month,
+    "09_home_renovation_spend_by_room_trade": home_renovation_spend_by_room_trade,
+    "10_ambulance_cat2_response_by_station": ambulance_cat2_response_by_station,
+    "11_pothole_deep_open_reports": pothole_deep_open_reports,
+    "12_bridge_club_top3_pairs": bridge_club_top3_pairs,
+    "13_golf_top5_division1_stableford": golf_top5_division1_stableford,
+    "14_geocaching_finds_by_cache_type": geocaching_finds_by_cache_type,
+    "15_yarn_stash_dk_for_jumper": yarn_stash_dk_for_jumper,
 }
 
 
