@@ -904,10 +904,9 @@ def orchestration_env_section(d: dict[str, Any]) -> list[str]:
 
 def plan_section(d: dict[str, Any]) -> list[str]:
     rows, misses = [], []
-    for name in ("dev", "seen", "seen_b", "seen_c", "seen_d", "seen_e", "seen_f", "seen_g", "seen_h", "heldout"):
-        if name not in d:
-            continue
-        c = d[name]
+    for name, c in d.items():
+        if not (isinstance(c, dict) and "corpus" in c):
+            continue  # the corpora, in the benchmark's order
         rows.append(
             [
                 f"`{c['corpus']}` ({name})",
