@@ -19,7 +19,8 @@ lists and no random draws:
   of values (those the example rows show, or two of the commonest); numeric thresholds at the
   roundest number of each gap between the data's values; not-null on a column with missing values.
   A filter is the rows it keeps: none that keeps every row, repeats a likelier one's rows, or
-  drops every row holding a value the example rows show.
+  drops every row holding a value the example rows show. Filters the user's words name (values,
+  bounds, columns to fill: :mod:`.request`) are likelier than none.
 
 A prior is the probability a person writing the pipeline would take the step before seeing the
 example rows; :mod:`.search` adds what the example rows say.
