@@ -169,7 +169,7 @@ class _Handle:
     def gone(self) -> bool:
         """Whether the worker has exited or is dying: an idle worker never speaks first, so a
         readable socket is its end of file or its init's report of its death."""
-        watched = [self.sock, *(fd for fd in (self.pidfd,) if fd is not None)]
+        watched = [self.sock] if self.pidfd is None else [self.sock, self.pidfd]
         try:
             return bool(select.select(watched, [], [], 0.0)[0])
         except (OSError, ValueError):

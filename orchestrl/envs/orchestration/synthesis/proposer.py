@@ -188,7 +188,7 @@ def cleanings(
 def _joins_on(column: pd.Series, fact: pd.DataFrame) -> bool:
     """Whether most values of some column of ``fact`` occur in ``column`` (a key to join on)."""
     have = set(column.dropna().astype(str))
-    return any(float(fact[c].dropna().astype(str).isin(have).mean() or 0.0) >= 0.5 for c in fact.columns)
+    return any(fact[c].dropna().astype(str).isin(have).mean() >= 0.5 for c in fact.columns)
 
 
 def _own_records(

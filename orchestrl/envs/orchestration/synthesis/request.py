@@ -107,11 +107,11 @@ class Request:
         phrase = normalise(value)
         if len(phrase) < 2 or phrase in FUNCTION_WORDS or not re.search(r"[a-z]", phrase):
             return None
-        words = _words(phrase)  # "Autumn 2026": "this autumn"
         found = [negated for text, negated in self.clauses if _says(phrase, text)]
-        alone = all(_words(normalise(o)) != words for o in others if o != value)
-        if not found and alone and words != phrase and len(words) >= 3 and words not in FUNCTION_WORDS:
-            found = [negated for text, negated in self.clauses if _says(words, text)]
+        words = _words(phrase)  # "Autumn 2026": "this autumn"
+        if not found and words != phrase and len(words) >= 3 and words not in FUNCTION_WORDS:
+            if all(_words(normalise(o)) != words for o in others if o != value):
+                found = [negated for text, negated in self.clauses if _says(words, text)]
         if not found:
             return None
         return not all(found)
