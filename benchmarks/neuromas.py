@@ -27,6 +27,22 @@ Variants (every one with frozen all-MiniLM-L6-v2 WordPiece vectors and value lin
 - ``neuromas5_contextual``: ``neuromas5_reads_all`` with the question's words as the frozen MiniLM's
   contextual states (cached per question) instead of static piece vectors, with the CPU it costs.
 
+v3 (every node works; ``configs/neuromas_text2sql.yaml`` is ``neuromas5_every_es``):
+
+- ``neuromas5_every`` / ``neuromas7_every``: every node reads the question, hidden ones through
+  queries conditioned on their messages (``observe: every``), each with a rank-8 adapter, and the
+  composer decides after the extractor, knowing its choices (``sequential``);
+- ``monolithic_every``: one node deciding the same way, widened to ``neuromas7_every``'s *live*
+  parameters (those on some path to the actions); ``monolithic_compute``: the same width, its neuron
+  applied five times (NeuroMAS-7's layers: the compute-matched control);
+- ``neuromas5_every_es`` / ``monolithic_every_es``: cloned to early stopping on the validation
+  split's schemas (twice the demonstrations, at most five times the epochs).
+
+Every run also reports ``live_params``, ``cpu_ms_per_question`` (writing the test split's queries)
+and its accuracies right after cloning (``cloned_*``), so ``rl_gain_over_cloning`` is the PPO
+iterations' own effect; ``network_vs_monolith`` and ``network_vs_compute_matched`` compare the v3
+networks with the two monoliths on the hand-written questions.
+
 ``blind_baseline`` is what the cut variants should fall to: the expert's extractor with a composer
 that ignores the question and always plays the most common expert composer action of the training
 split (``per_component_mode``: each component's most common value, what greedy play of a composer
@@ -123,6 +139,17 @@ HIDDEN = [96]
 RL_LR = 3e-5
 """PPO fine-tunes the cloned policy gently (at 3e-4 its first updates, with a critic that has not
 learnt yet, undid much of what cloning gave on test questions)."""
+EVERY_NODE = {"observe": "every", "sequential": True, "adapter_rank": 8}
+"""v3: every node reads the question (hidden ones through queries conditioned on their messages),
+each with its own low-rank adapter, and the composer decides after the extractor, knowing its
+choices."""
+EARLY_STOPPING = {
+    "bc_validation_env": {"split": "validation"},
+    "bc_validation_episodes": 512,
+    "bc_patience": 4,
+}
+"""Cloning to early stopping on the validation split's schemas, on twice the demonstrations, for
+at most five times the budget's epochs (:mod:`orchestrl.algorithms.neuromas.cloning`)."""
 VARIANTS: dict[str, dict[str, Any]] = {
     "neuromas3": {"layers": [1, 1]},
     "neuromas5": {"layers": [2, 2]},
@@ -135,7 +162,30 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "neuromas7_grown": {"layers": [2, 2, 2]},
     "neuromas7_long": {"layers": [2, 2, 2]},
     "neuromas5_contextual": {"layers": [2, 2], "observe": "all", "contextual": True},
+    "neuromas5_every": {"layers": [2, 2], **EVERY_NODE},
+    "neuromas7_every": {"layers": [2, 2, 2], **EVERY_NODE},
+    "monolithic_every": {"monolithic": True, "sequential": True},
+    "monolithic_compute": {"monolithic": True, "sequential": True, "repeats": 5},
+    "neuromas5_every_es": {"layers": [2, 2], **EVERY_NODE, **EARLY_STOPPING},
+    "monolithic_every_es": {"monolithic": True, "sequential": True, **EARLY_STOPPING},
+    "neuromas5_every_rl": {"layers": [2, 2], **EVERY_NODE, "anchor_coeff": 0.05},
+    "neuromas5_every_cf": {
+        "layers": [2, 2],
+        **EVERY_NODE,
+        "anchor_coeff": 0.05,
+        "credit": "counterfactual",
+        "alternatives": 4,
+    },
 }
+RL_PHASE = {"rl_iterations": 16, "lr": 1e-4}
+"""The variants whose RL phase is measured (``_rl``: the shared reward; ``_cf``: per-agent
+counterfactual credit): 16 PPO iterations at 1e-4 with an anchor to the cloned policy, and, in the
+same run from the same cloned weights, cloning continued for the RL phase's wall time (``bc_more_*``)."""
+MATCHED = {"monolithic": ("neuromas7", "params"), "monolithic_every": ("neuromas7_every", "live_params")}
+"""A monolith's backbone is widened to the parameter count of the network named (total or live)."""
+SAME_WIDTH = {"monolithic_compute": "monolithic_every", "monolithic_every_es": "monolithic_every"}
+"""The compute-matched monolith: the live-matched one's width, its neuron applied once per layer of
+NeuroMAS-7 (input, three hidden, output)."""
 GROWN_SEED_OFFSET = 1000
 """The grown run's own seed (fresh demonstrations and PPO samples) is its -5's seed + this."""
 
@@ -184,6 +234,33 @@ class Evaluation:
         bank = load_bank(0, data_dir)
         return cls(bank, bank.questions("test"), tuple(load_handwritten(NATURAL, bank)))
 
+    def batch(self, n: int = 64) -> dict[str, Any]:
+        """The team's observations of the first ``n`` test questions (a forward pass's input)."""
+        from ray.rllib.core.columns import Columns
+
+        from orchestrl.apps.text2sql.ask import observation_batch
+
+        questions = self.test[:n]
+        return {
+            Columns.OBS: observation_batch(
+                [q.words for q in questions],
+                [SCHEMAS[q.schema] for q in questions],
+                [self.bank.values[q.schema] for q in questions],
+            )
+        }
+
+    def cpu_ms_per_question(self, module: Any) -> float:
+        """Process CPU time of writing the test split's queries (the team's forward passes and
+        decoding, not the SQL), per question."""
+        team, questions = Team(module), self.test
+        started = time.process_time()
+        team.plans(
+            [q.words for q in questions],
+            [SCHEMAS[q.schema] for q in questions],
+            [self.bank.values[q.schema] for q in questions],
+        )
+        return 1000 * (time.process_time() - started) / len(questions)
+
     def score(self, module: Any) -> dict[str, float]:
         team = Team(module)
         test = successes(team, self.test, self.bank.db_paths, self.bank.values)
@@ -213,7 +290,14 @@ def train_text2sql(
     cpu, wall = time.process_time(), time.perf_counter()
     if name == "neuromas7_long":  # the env steps of a -5 run and a grown run together
         budget = replace(budget, bc_samples=2 * budget.bc_samples, rl_iterations=2 * budget.rl_iterations)
+    if "bc_validation_env" in VARIANTS[name]:  # the epochs are a ceiling: it stops early
+        budget = replace(budget, bc_samples=2 * budget.bc_samples, bc_epochs=5 * budget.bc_epochs)
+    rl_phase = name.endswith(("_rl", "_cf"))
+    if rl_phase:
+        budget = replace(budget, rl_iterations=budget.rl_iterations * RL_PHASE["rl_iterations"] // 2)
     data = text2sql_experiment(VARIANTS[name], seed, budget, data_dir, hidden)
+    if rl_phase:
+        data["training"]["lr"] = RL_PHASE["lr"]
     warm_start = configured_warm_start(build_ppo_config(validate_config(data)))  # run after growth
     trainer = InProcessTrainer(build_ppo_config(validate_config({**data, "warm_start": {}})))
     try:
@@ -225,13 +309,30 @@ def train_text2sql(
             report["at_growth"] = evaluation(data_dir).score(trainer.runner.module[TEAM])["heldout"]
         warm = warm_start(trainer.learner)
         trainer.sync_weights()
+        scoring = time.process_time()
+        cloned = evaluation(data_dir).score(trainer.runner.module[TEAM])
+        cloned_state = module.get_state() if rl_phase else None
+        cpu += time.process_time() - scoring  # scoring the clone is not training
+        rl_started = time.perf_counter()
         for _ in range(budget.rl_iterations):
             trainer.step()
+        rl_seconds = time.perf_counter() - rl_started
         cpu_minutes = (time.process_time() - cpu) / 60
+        ev = evaluation(data_dir)
+        final = ev.score(trainer.runner.module[TEAM])
+        live = module.live_parameters(ev.batch())
+        cpu_ms = ev.cpu_ms_per_question(trainer.runner.module[TEAM])
+        if cloned_state is not None:  # the control replaces the weights: everything else first
+            report["rl_seconds"] = rl_seconds
+            report.update(cloning_continued(trainer, cloned_state, data, seed, rl_seconds, ev))
         result = {
-            **evaluation(data_dir).score(trainer.runner.module[TEAM]),
+            **final,
+            **{f"cloned_{key}": value for key, value in cloned.items()},
+            "bc_epochs": len(warm["bc_loss"]),
             "bc_loss_last": warm["bc_loss"][-1],
             "params": parameter_count(module),
+            "live_params": live,
+            "cpu_ms_per_question": cpu_ms,
             "cpu_minutes": cpu_minutes,
             "wall_minutes": (time.perf_counter() - wall) / 60,
             "env_steps": budget.bc_samples + budget.rl_iterations * budget.rl_batch,
@@ -240,6 +341,47 @@ def train_text2sql(
         return result, module
     finally:
         trainer.stop()
+
+
+def cloning_continued(
+    trainer: InProcessTrainer,
+    cloned: dict[str, Any],
+    data: dict[str, Any],
+    seed: int,
+    seconds: float,
+    ev: Any,
+) -> dict[str, float]:
+    """The RL phase's control: the same cloned weights, cloned further on the run's demonstrations
+    (collected again with the warm start's seed, outside the timed window) for the RL phase's wall
+    time; scored as the RL phase was (``bc_more_*``). Leaves the trainer's module so."""
+    from orchestrl.algorithms.behaviour_cloning import collect_demonstrations
+    from orchestrl.algorithms.context import WarmStartSection
+    from orchestrl.algorithms.neuromas.cloning import behaviour_cloning
+    from orchestrl.algorithms.neuromas.team_env import NeuromasTeamEnv
+
+    module = trainer.learner.module[TEAM]
+    module.set_state(cloned)
+    env = NeuromasTeamEnv(trainer.config.env_config)
+    try:
+        episodes = data["warm_start"]["episodes"]
+        demos = collect_demonstrations(env, env.team_expert, episodes, seed=seed, gamma=trainer.config.gamma)
+    finally:
+        env.close()
+    warm = data["warm_start"]
+    settings = WarmStartSection(
+        episodes=episodes, epochs=10_000, batch_size=warm["batch_size"], lr=warm["lr"]
+    )
+    behaviour_cloning(
+        module,
+        demos[TEAM],
+        settings,
+        env_components=len(module.env_lens),
+        token_dropout=data["algorithm"]["bc_token_dropout"],
+        seed=seed + 1,
+        max_seconds=seconds,
+    )
+    trainer.sync_weights()
+    return {f"bc_more_{k}": v for k, v in ev.score(trainer.runner.module[TEAM]).items()}
 
 
 def run_text2sql(
@@ -259,16 +401,30 @@ def run_text2sql(
     return result
 
 
-def module_parameters(name: str, data_dir: Path, hidden: list[int]) -> int:
+def module_parameters(name: str, data_dir: Path, hidden: list[int], kind: str = "params") -> int:
+    """A freshly built variant's parameters: all of them (``params``) or the ``live_params`` its
+    actions depend on (:meth:`~orchestrl.algorithms.neuromas.module.NeuromasModule.live_parameters`)."""
     cfg = validate_config(text2sql_experiment(VARIANTS[name], 0, QUICK, data_dir, hidden))
-    return parameter_count(build_ppo_config(cfg).get_multi_rl_module_spec().build()[TEAM])
+    module = build_ppo_config(cfg).get_multi_rl_module_spec().build()[TEAM]
+    if kind == "live_params":
+        return module.live_parameters(evaluation(data_dir).batch())
+    return parameter_count(module)
 
 
-def monolithic_hidden(data_dir: Path) -> list[int]:
-    """The backbone width that gives the monolithic agent NeuroMAS-7's parameter count."""
-    target = module_parameters("neuromas7", data_dir, HIDDEN)
-    widths = range(HIDDEN[0], 8 * HIDDEN[0] + 1, 8)
-    return [min(widths, key=lambda w: abs(module_parameters("monolithic", data_dir, [w]) - target))]
+def matched_hidden(name: str, data_dir: Path) -> list[int]:
+    """The backbone width that gives monolith ``name`` the parameter count (``MATCHED``) of the
+    network it is compared with: the width whose count is nearest, by bisection (counts grow with
+    the width)."""
+    network, kind = MATCHED[name]
+    target = module_parameters(network, data_dir, HIDDEN, kind)
+    low, high = HIDDEN[0], 16 * HIDDEN[0]
+    while high - low > 1:
+        mid = (low + high) // 2
+        if module_parameters(name, data_dir, [mid], kind) < target:
+            low = mid
+        else:
+            high = mid
+    return [min((low, high), key=lambda w: abs(module_parameters(name, data_dir, [w], kind) - target))]
 
 
 def blind_composer_scores(ev: Evaluation, composer: np.ndarray) -> dict[str, float]:
@@ -321,8 +477,11 @@ def run_all(
     data_dir, modules = root / "text2sql", root / "modules"
     load_bank(0, data_dir)  # the databases are written once, before the workers read them
     hidden = {name: HIDDEN for name in VARIANTS}
-    if "monolithic" in variants:
-        hidden["monolithic"] = monolithic_hidden(data_dir)
+    for name in MATCHED:
+        if name in variants or any(SAME_WIDTH.get(v) == name for v in variants):
+            hidden[name] = matched_hidden(name, data_dir)
+    for name, like in SAME_WIDTH.items():
+        hidden[name] = hidden[like]
     order = sorted(variants, key=list(VARIANTS).index)
     waiting = [(name, seed) for seed in seeds for name in order if name != "neuromas7_grown"]
     grown_after = {("neuromas5", s): ("neuromas7_grown", s) for s in seeds if "neuromas7_grown" in order}
@@ -377,6 +536,19 @@ def goals(result: dict[str, Any]) -> dict[str, Any]:
             "natural_accuracy": nat[best]["iqm"],
             "heldout_execution_accuracy": held[best]["iqm"],
             "met": reaches(nat[best]["iqm"], 0.8) and reaches(held[best]["iqm"], 0.9),
+        }
+    if "rl_gain_over_cloning" in result:
+        gains = {n: g["natural"] for n, g in result["rl_gain_over_cloning"].items()}
+        best = max(gains, key=lambda n: gains[n]["iqm"])
+        out["rl_gain"] = {
+            "best_variant": best,
+            "natural_gain": gains[best]["iqm"],
+            "ci95": gains[best]["ci95"],
+            "met": reaches(gains[best]["iqm"], 0.05) and gains[best]["ci95"][0] > 0,
+        }
+    if "network_vs_monolith" in result:
+        out["network_vs_live_matched_monolith"] = {
+            "met": any(v["cis_apart"] for v in result["network_vs_monolith"].values())
         }
     mono = iqm(nat, "monolithic")
     if mono is not None:
@@ -454,6 +626,12 @@ def tabulate(runs: dict[str, dict[int, dict[str, float]]], baseline: dict[str, A
         "heldout_unseen_grammar_accuracy": table("heldout_unseen_grammar"),
         "blind_baseline": baseline,
         "params": {n: int(rs[0]["params"]) for n, rs in per.items()},
+        "live_params": {n: int(rs[0]["live_params"]) for n, rs in per.items() if "live_params" in rs[0]},
+        "cpu_ms_per_question": {
+            n: round(float(np.mean([r["cpu_ms_per_question"] for r in rs])), 2)
+            for n, rs in per.items()
+            if "cpu_ms_per_question" in rs[0]
+        },
         "env_steps": {n: int(rs[0]["env_steps"]) for n, rs in per.items()},
         "cpu_minutes": {n: cpu_summary([r["cpu_minutes"] for r in rs]) for n, rs in per.items()},
     }
@@ -461,8 +639,56 @@ def tabulate(runs: dict[str, dict[int, dict[str, float]]], baseline: dict[str, A
         result["grown_at_growth_heldout_per_seed"] = [
             round(r["at_growth"], 4) for r in per["neuromas7_grown"]
         ]
+    measured = {n: rs for n, rs in per.items() if "cloned_natural" in rs[0]}  # runs since v3
+    if measured:
+        result["rl_gain_over_cloning"] = {
+            n: {key: summary([r[key] - r[f"cloned_{key}"] for r in rs]) for key in ("heldout", "natural")}
+            for n, rs in measured.items()
+        }
+        result["bc_epochs"] = {n: [int(r["bc_epochs"]) for r in rs] for n, rs in measured.items()}
+    controlled = {n: rs for n, rs in per.items() if "bc_more_natural" in rs[0]}
+    if controlled:
+        result["rl_vs_cloning_continued"] = {
+            n: {key: summary([r[key] - r[f"bc_more_{key}"] for r in rs]) for key in ("heldout", "natural")}
+            for n, rs in controlled.items()
+        }
+        result["rl_seconds"] = {
+            n: round(float(np.mean([r["rl_seconds"] for r in rs])), 1) for n, rs in controlled.items()
+        }
+    if {"neuromas5_every_cf", "neuromas5_every_rl"} <= set(per):
+        result["counterfactual_vs_shared_reward"] = {
+            key: {
+                "counterfactual": summary([r[key] for r in per["neuromas5_every_cf"]]),
+                "shared": summary([r[key] for r in per["neuromas5_every_rl"]]),
+            }
+            for key in ("heldout", "natural")
+        }
+    result.update(versus(result))
     result["goals"] = goals(result)
     return result
+
+
+def versus(result: dict[str, Any]) -> dict[str, Any]:
+    """v3's comparisons on the hand-written questions: each every-node network against the monolith
+    matched on live parameters and against the compute-matched one (IQM difference, and whether the
+    95% CIs are apart, the network's above)."""
+    nat = result["natural_accuracy"]
+    out: dict[str, Any] = {}
+    for key, monolith in (
+        ("network_vs_monolith", "monolithic_every"),
+        ("network_vs_compute_matched", "monolithic_compute"),
+    ):
+        networks = [n for n in ("neuromas5_every", "neuromas7_every") if n in nat]
+        if monolith not in nat or not networks:
+            continue
+        out[key] = {
+            name: {
+                "natural_iqm_difference": round(nat[name]["iqm"] - nat[monolith]["iqm"], 4),
+                "cis_apart": nat[name]["ci95"][0] > nat[monolith]["ci95"][1],
+            }
+            for name in networks
+        }
+    return out
 
 
 def summarise_log(path: Path, budget: Budget, mode: str) -> dict[str, Any]:

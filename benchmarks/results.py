@@ -327,7 +327,17 @@ VARIANT_LABELS = {
     "neuromas7_grown": "NeuroMAS-7 grown from the same seed's -5, then its own recipe",
     "neuromas7_long": "NeuroMAS-7 from scratch, the env steps of -5 and grown together",
     "neuromas5_contextual": "NeuroMAS-5 `observe: all`, contextual MiniLM states",
+    "neuromas5_every": "NeuroMAS-5, every node reads, sequential decisions, adapters",
+    "neuromas7_every": "NeuroMAS-7, every node reads, sequential decisions, adapters",
+    "monolithic_every": "monolithic agent, sequential decisions, NeuroMAS-7 v3's live parameters",
+    "monolithic_compute": "the same monolith, its neuron applied 5 times (compute-matched)",
+    "neuromas5_every_es": "NeuroMAS-5 v3, cloned to early stopping",
+    "monolithic_every_es": "live-matched monolith, cloned to early stopping",
+    "neuromas5_every_rl": "NeuroMAS-5 v3, 16 PPO iterations on the shared reward",
+    "neuromas5_every_cf": "NeuroMAS-5 v3, 16 PPO iterations with per-agent counterfactual credit",
 }
+NEUROMAS_V3_LOG = "neuromas_v3_full.log"
+NEUROMAS_V3_BASELINE = "neuromas_v3_full.json"
 
 
 def neuromas_goals(goals: dict[str, Any]) -> list[str]:
@@ -347,6 +357,19 @@ def neuromas_goals(goals: dict[str, Any]) -> list[str]:
         out.append(
             f"- a network against one agent (NeuroMAS-5 or -7 at or above the monolithic agent on the "
             f"hand-written set): {met[g['met']]}; {acc}"
+        )
+    if "network_vs_live_matched_monolith" in goals:
+        g = goals["network_vs_live_matched_monolith"]
+        out.append(
+            "- a network against one agent of its live parameters (NeuroMAS-5 or -7 v3 above the "
+            f"live-matched monolith on the hand-written set, CIs apart): {met[g['met']]}"
+        )
+    if "rl_gain" in goals:
+        g = goals["rl_gain"]
+        out.append(
+            "- RL that matters (hand-written accuracy after RL at least +0.05 over the same run's "
+            f"clone, CI above 0): {met[g['met']]}; best `{g['best_variant']}` "
+            f"{g['natural_gain']:+.3f} {ci(g['ci95'])}"
         )
     if "communication" in goals:
         g = goals["communication"]
@@ -463,6 +486,139 @@ def neuromas_part() -> list[str]:
             f"Growth is exact: each grown net scored, before any training, {at} held-out (per seed), "
             "its -5's held-out accuracy.",
         ]
+    out += ["", "The checks the benchmark computes (`goals` in `benchmarks/neuromas.py`):", ""]
+    out += neuromas_goals(result["goals"])
+    return [*out, ""]
+
+
+def rl_phase_rows(result: dict[str, Any]) -> list[str]:
+    """The RL phase against its two controls, per variant that measured it."""
+    controlled = result.get("rl_vs_cloning_continued", {})
+    if not controlled:
+        return []
+    gain = result["rl_gain_over_cloning"]
+    rows = []
+    for name, versus_more in controlled.items():
+        rows.append(
+            [
+                VARIANT_LABELS.get(name, name),
+                f"{gain[name]['natural']['iqm']:+.3f} {ci(gain[name]['natural']['ci95'])}",
+                f"{gain[name]['heldout']['iqm']:+.3f} {ci(gain[name]['heldout']['ci95'])}",
+                f"{versus_more['natural']['iqm']:+.3f} {ci(versus_more['natural']['ci95'])}",
+                f"{versus_more['heldout']['iqm']:+.3f} {ci(versus_more['heldout']['ci95'])}",
+                f"{result['rl_seconds'][name]:.0f}",
+            ]
+        )
+    header = [
+        "RL phase",
+        "minus the clone, hand-written",
+        "minus the clone, held-out",
+        "minus cloning continued as long, hand-written",
+        "minus cloning continued as long, held-out",
+        "RL wall s",
+    ]
+    intro = [
+        "",
+        "The RL phase of the `_rl` and `_cf` runs (16 PPO iterations of 256 questions at 1e-4, KL "
+        "anchor 0.05 to the clone; `_cf` with 4 re-executed alternatives per agent and episode), "
+        "against the same run's clone and against the same clone cloned further for the RL phase's "
+        "wall time (per-seed differences, IQM [95% CI]):",
+        "",
+    ]
+    return intro + table(header, rows)
+
+
+def neuromas_v3_part() -> list[str]:
+    """v3: every node reads, sequential decisions, honest controls, cloning to early stopping."""
+    saved = SAVED_DIR / NEUROMAS_V3_BASELINE
+    if not (LOGS / NEUROMAS_V3_LOG).is_file() or not saved.is_file():
+        return []
+    neuromas = sibling("neuromas")
+    runs = neuromas.read_log(LOGS / NEUROMAS_V3_LOG)
+    result = neuromas.tabulate(runs, json.loads(saved.read_text())["blind_baseline"])
+    budget = neuromas.FULL
+    held, nat = result["heldout_execution_accuracy"], result["natural_accuracy"]
+    gain = result.get("rl_gain_over_cloning", {})
+    out = [
+        "## NeuroMAS v3 on Text2SQL: every node works",
+        "",
+        "The same benchmark and questions as above, on v3's graph: every node reads the question "
+        "(hidden ones through queries conditioned on their messages), each has its own low-rank "
+        "adapter (rank 8), and the composer decides after the extractor, knowing its choices "
+        "(`observe: every`, `sequential: true`). The monoliths decide the same way; the first is "
+        "widened to NeuroMAS-7 v3's live parameters (those on some path to the actions, "
+        "`NeuromasModule.live_parameters`), the second applies its neuron once per layer of "
+        "NeuroMAS-7 (compute-matched). Unless the variant says otherwise a run clones for "
+        f"{budget.bc_epochs} epochs over {budget.bc_samples:,} demonstrations; `early stopping` runs "
+        f"clone twice the demonstrations for at most {5 * budget.bc_epochs} epochs, stopping 4 epochs "
+        "after the best exact agreement with the expert on 512 questions of the validation split's "
+        f"schemas. Then {budget.rl_iterations} PPO iterations of {budget.rl_batch} env steps; "
+        "`RL gain` is the hand-written accuracy after them minus the same run's before them. CPU ms "
+        "per question: writing the test split's queries (forward passes and decoding).",
+        "",
+        *commands(
+            "Produced by",
+            [
+                "python benchmarks/neuromas.py --variants neuromas5 neuromas5_every neuromas7_every "
+                "monolithic_every monolithic_compute neuromas5_every_es monolithic_every_es "
+                "2> benchmarks/logs/neuromas_v3_full.log",
+                "python benchmarks/neuromas.py --variants neuromas5_every_rl neuromas5_every_cf "
+                "2>> benchmarks/logs/neuromas_v3_full.log",
+            ],
+        ),
+        "",
+        *commands(
+            "Summarised by",
+            [
+                "python benchmarks/neuromas.py --summarise benchmarks/logs/neuromas_v3_full.log"
+                " > benchmarks/results/neuromas_v3_full.json"
+            ],
+        ),
+        "",
+    ]
+    rows = []
+    for name in held:
+        rows.append(
+            [
+                VARIANT_LABELS.get(name, name),
+                seed_range(result["seeds"][name]),
+                f"{held[name]['iqm']:.3f} {ci(held[name]['ci95'])}",
+                f"{nat[name]['iqm']:.3f} {ci(nat[name]['ci95'])}",
+                ", ".join(f"{v:.3f}" for v in nat[name]["per_seed"]),
+                f"{gain[name]['natural']['iqm']:+.3f} {ci(gain[name]['natural']['ci95'])}"
+                if name in gain
+                else "",
+                ", ".join(str(e) for e in result.get("bc_epochs", {}).get(name, [])),
+                f"{result['live_params'].get(name, 0):,} / {result['params'][name]:,}",
+                f"{result['cpu_ms_per_question'].get(name, float('nan')):.2f}",
+                f"{result['cpu_minutes'][name]['mean']:.1f} / {result['cpu_minutes'][name]['max']:.1f}",
+            ]
+        )
+    header = [
+        "variant",
+        "seeds",
+        "held-out schemas",
+        "hand-written",
+        "hand-written per seed",
+        "RL gain (hand-written)",
+        "cloning epochs",
+        "live / all params",
+        "CPU ms per question",
+        "CPU min per run (mean / max)",
+    ]
+    out += table(header, rows)
+    out += rl_phase_rows(result)
+    for key, label in (
+        ("network_vs_monolith", "against the live-matched monolith"),
+        ("network_vs_compute_matched", "against the compute-matched monolith"),
+    ):
+        for name, v in result.get(key, {}).items():
+            apart = "CIs apart" if v["cis_apart"] else "CIs not apart"
+            out.append("")
+            out.append(
+                f"- {VARIANT_LABELS.get(name, name)} {label}: {v['natural_iqm_difference']:+.3f} "
+                f"hand-written (IQM difference), {apart}."
+            )
     out += ["", "The checks the benchmark computes (`goals` in `benchmarks/neuromas.py`):", ""]
     out += neuromas_goals(result["goals"])
     return [*out, ""]
@@ -1095,6 +1251,7 @@ def render() -> str:
     ]
     lines += credit_part()
     lines += neuromas_part()
+    lines += neuromas_v3_part()
     lines += spread_wallclock_part()
     lines += saved_part()
     lines += list(NOT_BENCHMARKED)

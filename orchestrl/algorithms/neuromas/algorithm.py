@@ -58,10 +58,18 @@ class NeuromasConfig(BaseModel):
     None: the first agent in sorted order (text2sql: schema_extractor)."""
     monolithic: bool = False
     """One node that reads every observation and acts for every agent (the single-agent baseline)."""
-    observe: Literal["all", "inputs"] = "all"
-    """all: every agent node reads its own observation (messages add what it cannot see or infer);
-    inputs: only the input agents do, later agents learn the task from messages alone (the strict
-    feed-forward reading: an output neuron sees only the layer below)."""
+    observe: Literal["every", "all", "inputs"] = "all"
+    """every: every node reads the task, hidden nodes too (one shared encoder pass, read with queries
+    conditioned on the messages each node receives); all: every agent node reads its own
+    observation (messages add what it cannot see or infer); inputs: only the input agents do, later
+    agents learn the task from messages alone (the strict feed-forward reading: an output neuron
+    sees only the layer below)."""
+    sequential: bool = False
+    """Agents decide in order, each conditioned on the earlier agents' actions (teacher-forced in
+    cloning and in the learner, sampled when acting); see ``network.NetConfig.sequential``."""
+    repeats: int = Field(1, ge=1)
+    """Monolithic only: times its node applies the neuron (the compute-matched control: as many as
+    the network it is compared with has layers)."""
     messages: Literal["continuous", "discrete", "none"] = "continuous"
     """continuous: differentiable vectors; discrete: sampled tokens (policy gradient); none: cut."""
     message_vocab: int = Field(16, ge=2)
@@ -89,11 +97,27 @@ class NeuromasConfig(BaseModel):
     objective: Literal["ppo", "reinforce"] = "ppo"
     """reinforce: the paper's REINFORCE with the critic as baseline (forces lambda_=1, num_epochs=1 and one
     minibatch = the whole batch: on-policy)."""
+    credit: Literal["shared", "counterfactual"] = "shared"
+    """shared: every agent's components get the team's advantage (the paper's one reward);
+    counterfactual: each env agent its own, from re-executing the episode with only its action
+    swapped for ``alternatives`` draws of its own policy (one-step envs with the counterfactual API,
+    e.g. text2sql; :mod:`.credit`)."""
+    alternatives: int = Field(4, ge=1)
+    """Re-executions per agent and episode with ``credit: counterfactual``."""
+    anchor_coeff: float = Field(0.0, ge=0)
+    """Weight of KL(pi || pi_clone), the policy cloning left, in the RL loss (0: no anchor)."""
     aux_coeff: float = Field(0.0, ge=0)
     """Weight of the auxiliary team-reward prediction loss (0: no auxiliary head)."""
     bc_token_dropout: float = Field(0.3, ge=0, lt=1)
     """Probability of dropping each known word to the "unknown" embedding during the warm start
     (the experiment's ``warm_start:`` section clones the env's expert; see :mod:`.cloning`)."""
+    bc_validation_env: dict[str, Any] | None = None
+    """Env ``kwargs`` overrides for validation demonstrations (Text2SQL: ``{split: validation}``,
+    schemas training never sees): cloning then stops early, keeping the epoch whose greedy team
+    agrees most with the expert there (see :mod:`.cloning`). None: ``warm_start.epochs`` epochs."""
+    bc_validation_episodes: int = Field(512, ge=1)
+    bc_patience: int = Field(3, ge=1)
+    """Epochs without a better validation agreement before cloning stops."""
     grow_from: str | None = None
     """A checkpoint of a trained smaller NeuroMAS (orchestrl run checkpoint or module dir)."""
     growth_noise: float = Field(0.01, ge=0)
@@ -106,6 +130,13 @@ class NeuromasConfig(BaseModel):
             raise ValueError(f"layers: every hidden layer needs at least one node, got {self.layers}")
         if self.monolithic and self.grow_from:
             raise ValueError("grow_from: a monolithic agent has no nodes to grow")
+        if self.credit == "counterfactual" and self.messages == "discrete":
+            raise ValueError(
+                "credit: counterfactual credits env agents' components; discrete message tokens "
+                "belong to no agent (use continuous messages)"
+            )
+        if self.repeats > 1 and not self.monolithic:
+            raise ValueError("repeats: only a monolithic agent applies its neuron more than once")
         return self
 
 
@@ -160,6 +191,8 @@ def module_model_config(knobs: NeuromasConfig, context: BuildContext) -> dict[st
         "word_vectors": knobs.word_vectors,
         "contextual": knobs.contextual,
         "observe": knobs.observe,
+        "sequential": knobs.sequential,
+        "repeats": knobs.repeats,
         "aux_head": knobs.aux_coeff > 0,
     }
 
@@ -200,12 +233,45 @@ def configure_neuromas(ppo: PPOConfig, knobs: NeuromasConfig, context: BuildCont
     seed = int(ppo.seed or 0)
     learner_knobs = {**knobs.model_dump(), "seed": seed, "gamma": ppo.gamma}
     ppo = ppo.learners(learner_class=NeuromasLearner, learner_config_dict={KNOBS_KEY: learner_knobs})
+    if knobs.credit == "counterfactual":
+        ppo = with_team_credit(ppo, knobs, model_config, env)
     if context.warm_start.episodes:
         require_expert(env.name)
     if not (context.warm_start.episodes or knobs.grow_from):
         return ppo
     hook = TeamWarmStart(knobs, context.warm_start, ppo.env_config, seed=seed, gamma=ppo.gamma)
     return with_warm_start(ppo, hook)
+
+
+def with_team_credit(
+    ppo: PPOConfig, knobs: NeuromasConfig, model_config: dict[str, Any], env: Any
+) -> PPOConfig:
+    """The runner callbacks and learner connector of per-agent counterfactual credit (:mod:`.credit`);
+    refuses, naming the key, an env it cannot re-execute."""
+    from orchestrl.algorithms.callbacks import with_callbacks
+    from orchestrl.algorithms.neuromas.credit import (
+        TeamCreditCallbacks,
+        TeamCreditColumns,
+        TeamCreditSettings,
+    )
+    from orchestrl.envs.counterfactual import supports_counterfactual
+    from orchestrl.envs.registry import get_env
+
+    if not supports_counterfactual(get_env(env.name).load()):
+        raise ConfigError(
+            f"algorithm.credit: env '{env.name}' cannot re-execute an episode (no counterfactual API)"
+        )
+    if env.horizon != 1:
+        raise ConfigError(
+            f"algorithm.credit: counterfactual credit re-executes one-step episodes; env '{env.name}' "
+            f"has horizon {env.horizon}"
+        )
+    agents = model_config["agents"]
+    settings = TeamCreditSettings(
+        tuple(agents), tuple(tuple(model_config["nvecs"][a]) for a in agents), knobs.alternatives
+    )
+    ppo = ppo.learners(learner_connector=TeamCreditColumns(agents))
+    return with_callbacks(ppo, TeamCreditCallbacks.with_settings(settings))
 
 
 # -- warm start: growth, then behaviour cloning --------------------------------------------------------
@@ -255,7 +321,26 @@ class TeamWarmStart:
                 env_components=env_components,
                 token_dropout=self.knobs.bc_token_dropout,
                 seed=self.seed,
+                validation=self._validation_demonstrations(),
+                patience=self.knobs.bc_patience,
             )
+            for key in ("validation_agreement", "best_epoch"):
+                if key in losses:
+                    report[f"bc_{key}"] = losses.pop(key)
             report["bc_loss"] = losses.pop("bc")
             report.update({f"bc_{name}_loss": values for name, values in losses.items()})
         return report
+
+    def _validation_demonstrations(self) -> Any:
+        """The expert on the validation env (``bc_validation_env``), or None."""
+        if self.knobs.bc_validation_env is None:
+            return None
+        kwargs = {**self.env_config.get("kwargs", {}), **self.knobs.bc_validation_env}
+        env = NeuromasTeamEnv({**self.env_config, "kwargs": kwargs})
+        try:
+            episodes = self.knobs.bc_validation_episodes
+            return collect_demonstrations(env, env.team_expert, episodes, seed=self.seed, gamma=self.gamma)[
+                TEAM
+            ]
+        finally:
+            env.close()

@@ -18,6 +18,12 @@ returns, the auxiliary head (if any) to its rewards,
 
     L_V = E_(s, G*) ~ D [ (V(s) - G*)^2 ]          L_aux = E_(s, r*) ~ D [ (r_hat(s) - r*)^2 ]
 
+With validation demonstrations (the expert on other tasks: ``bc_validation_env`` in the
+algorithm's knobs, e.g. Text2SQL's ``validation`` split of unseen schemas), cloning stops early:
+after each epoch the greedy team's exact agreement with the expert's joint action on them is
+measured, and when it has not improved for ``patience`` epochs the best epoch's weights are put
+back (``warm_start.epochs`` is then the most it runs).
+
 Why: RL starts with heads that already fit the cloned policy's outcomes. The auxiliary head reads
 the node states WITH gradient (shaping them is its purpose); left untrained, its large initial
 error flows into every node's state during the first PPO updates, while the policy gradient of a
@@ -28,6 +34,8 @@ first PPO iterations only with both heads fitted (``benchmarks/neuromas.py`` tra
 
 from __future__ import annotations
 
+import copy
+import time
 from typing import Any
 
 import numpy as np
@@ -47,11 +55,17 @@ def behaviour_cloning(
     env_components: int,
     token_dropout: float = 0.1,
     seed: int = 0,
+    validation: Demonstrations | None = None,
+    patience: int = 3,
+    max_seconds: float | None = None,
 ) -> dict[str, list[float]]:
     """Fits ``module`` (a :class:`.module.NeuromasModule`) to ``demos`` in place: the policy to the
     expert's actions (the first ``env_components`` of each joint action; the rest are message
     slots), the critic to its returns and the auxiliary head to its rewards, both on the node states
-    detached. Returns each loss's mean per epoch (``bc``, ``value``, ``aux``)."""
+    detached. Returns each loss's mean per epoch (``bc``, ``value``, ``aux``), and with
+    ``validation`` each epoch's ``validation_agreement`` and the ``best_epoch`` (1-based) kept.
+    ``max_seconds``: stop after the minibatch that spends that much wall time (cloning continued for
+    as long as something else ran: the control of an RL phase)."""
     generator = np.random.default_rng(seed)
     torch.manual_seed(seed)
     policy = [p for p in module.net.parameters() if p.requires_grad]
@@ -60,17 +74,25 @@ def behaviour_cloning(
     optimiser = torch.optim.Adam(policy + judges, lr=settings.lr)
     mode = "gumbel" if module.discrete else "greedy"
     dist_cls = module.env_action_dist_cls()
-    history: dict[str, list[float]] = {"bc": [], "value": [], **({"aux": []} if len(heads) > 1 else {})}
+    losses = ("bc", "value", *(("aux",) if len(heads) > 1 else ()))
+    history: dict[str, list[float]] = {key: [] for key in losses}
+    if validation is not None:
+        history["validation_agreement"] = []
+    best: tuple[tuple[float, float], int, dict[str, torch.Tensor]] | None = None
     module.train()
-    for _ in range(settings.epochs):
+    deadline = None if max_seconds is None else time.perf_counter() + max_seconds
+    for epoch in range(settings.epochs):
         order = generator.permutation(len(demos))
-        totals = dict.fromkeys(history, 0.0)
+        totals = dict.fromkeys(losses, 0.0)
         for start in range(0, len(order), settings.batch_size):
+            if deadline is not None and time.perf_counter() >= deadline:
+                break
             index = order[start : start + settings.batch_size]
             obs, actions = demos.batch(index)
             actions = actions[:, :env_components]
             batch = {Columns.OBS: obs}
-            out = module.run_graph(batch, mode, token_dropout=token_dropout)
+            given = torch.as_tensor(actions) if module.sequential else None  # teacher forcing
+            out = module.run_graph(batch, mode, token_dropout=token_dropout, actions=given)
             bc = -dist_cls.from_logits(out.env_logits).logp(actions).mean()
             fits = {"value": F.mse_loss(values(module, batch, out), torch.as_tensor(demos.returns[index]))}
             if module.aux_head is not None:
@@ -84,10 +106,44 @@ def behaviour_cloning(
             optimiser.step()
             for key, loss in {"bc": bc, **fits}.items():
                 totals[key] += loss.item() * len(index)
-        for key in history:
+        for key in totals:
             history[key].append(totals[key] / len(demos))
+        if deadline is not None and time.perf_counter() >= deadline:
+            break
+        if validation is None:
+            continue
+        score = (
+            agreement(module, validation, env_components),
+            agreement(module, validation, env_components, 1),
+        )
+        history["validation_agreement"].append(score[0])
+        module.train()
+        if best is None or score > best[0]:  # ties on whole actions go to more components right
+            best = (score, epoch, copy.deepcopy(module.state_dict()))
+        elif epoch - best[1] >= patience:
+            break
+    if best is not None:
+        module.load_state_dict(best[2])
+        history["best_epoch"] = [best[1] + 1]
     module.eval()
     return history
+
+
+def agreement(module: Any, demos: Demonstrations, env_components: int, per: int | None = None) -> float:
+    """The share of ``demos`` whose every env component the greedy team chooses as the expert did
+    (``per=1``: the share of components)."""
+    module.eval()
+    hits = []
+    with torch.no_grad():
+        for start in range(0, len(demos), 256):
+            obs, actions = demos.batch(slice(start, start + 256))
+            out = module.run_graph({Columns.OBS: obs}, "greedy")
+            chosen = out.actions
+            if chosen is None:
+                chosen = module.env_action_dist_cls().from_logits(out.env_logits).to_deterministic().sample()
+            same = chosen == actions[:, :env_components]
+            hits.append(same.float().mean(-1) if per == 1 else same.all(-1).float())
+    return float(torch.cat(hits).mean())
 
 
 def values(module: Any, batch: dict[str, Any], out: Any) -> torch.Tensor:

@@ -14,8 +14,9 @@ carries, so a message can name a place in the one coordinate system both sides s
   question words, table and column rows, encoded by a small relation-aware transformer in the
   spirit of RAT-SQL (Wang et al. 2020): attention gets a learned bias per head for each
   schema-linking relation (a question word names a column, a table, a column's table, or a value
-  stored in a column, as BRIDGE links values; a column belongs to a table; two question words are
-  neighbours), read from the observation's link bits.
+  stored in a column, as BRIDGE links values; a number lies in a numeric column's stored range; a
+  column belongs to a table; two question words are neighbours), read from the observation's link
+  bits.
 
 A word is read through all-MiniLM-L6-v2's pretrained WordPiece vectors (:mod:`orchestrl.envs.
 text2sql.word_vectors`), frozen, through a learned projection: the mean of its pieces' static
@@ -48,10 +49,15 @@ class Encoded:
     """(B, T) True where a row is absent."""
     places: torch.Tensor | None = None
     """(B, T, dim) where each row sits, with no content (the blind rows), if the layout has places."""
+    relations: torch.Tensor | None = None
+    """(B, T, T) the relation id between two rows (0: none), for an encoder that reads relations
+    and a node that reads its rows (blind rows have none)."""
 
 
 class MlpEncoder(nn.Module):
     """A flat observation -> one token (no pointer rows)."""
+
+    relation_kinds = 0
 
     def __init__(self, obs_dim: int, dim: int, hidden: int = 64) -> None:
         super().__init__()
@@ -93,8 +99,9 @@ POINTS_AT = {
     REL_TABLE_NAMED,
     REL_VALUE_OF_COLUMN,
     REL_COLUMN_OF_TABLE,
-) = range(1, 7)
-N_RELATIONS = 7
+    REL_NUMBER_IN_RANGE,
+) = range(1, 8)
+N_RELATIONS = 8
 
 
 class RelationBlock(nn.Module):
@@ -129,6 +136,8 @@ def _bits(links: torch.Tensor, n: int) -> torch.Tensor:
 class Text2SQLEncoder(nn.Module):
     """Question, table and column rows -> contextual row encodings (B, Q + NT + NC, dim)."""
 
+    relation_kinds = N_RELATIONS
+
     def __init__(
         self, dim: int, heads: int = 4, layers: int = 2, word_vectors: bool = True, contextual: bool = False
     ) -> None:
@@ -149,7 +158,7 @@ class Text2SQLEncoder(nn.Module):
             self.context_proj = nn.Linear(PRETRAINED_DIM, dim, bias=False)
         self.position = nn.Parameter(torch.randn(Q, dim) * 0.02)
         self.segment = nn.Parameter(torch.randn(3, dim) * 0.02)
-        self.question_features = nn.Linear(t2s_obs.QUESTION_FEATURES + 3, dim)
+        self.question_features = nn.Linear(t2s_obs.QUESTION_FEATURES + 4, dim)
         self.table_features = nn.Linear(t2s_obs.TABLE_FEATURES, dim)
         self.column_features = nn.Linear(t2s_obs.COLUMN_FEATURES, dim)
         self.column_table_words = nn.Linear(dim, dim, bias=False)
@@ -220,6 +229,7 @@ class Text2SQLEncoder(nn.Module):
         name_links = _bits(links[..., 0], t2s_obs.NAME_LINK_BITS)
         col_named, table_named = name_links[..., :NC], name_links[..., NC:]  # (B, Q, NC), (B, Q, NT)
         value_of = _bits(links[..., 1], NC)  # (B, Q, NC)
+        in_range = _bits(links[..., 2], NC)  # (B, Q, NC)
         table_slot = c_feat[..., 6].round().long()  # (B, NC)
         col_present = c_feat[..., 0] > 0.5
         of_table = (table_slot[:, :, None] == torch.arange(NT, device=obs.device)) & col_present[:, :, None]
@@ -229,7 +239,9 @@ class Text2SQLEncoder(nn.Module):
             words = self._dropout(self.context_proj(self.context.question_states(q_pieces)), token_dropout)
         else:
             words = self._words(q_pieces, token_dropout)
-        q_links = torch.stack([col_named.any(-1), table_named.any(-1), value_of.any(-1)], -1).float()
+        q_links = torch.stack(
+            [col_named.any(-1), table_named.any(-1), value_of.any(-1), in_range.any(-1)], -1
+        ).float()
         x_q = words + self.question_features(torch.cat([q_feat, q_links], -1))
         x_t = self._words(view(obs, "table_pieces"), token_dropout) + self.table_features(t_feat)
         tp = t2s_obs.TABLE_PIECES
@@ -240,10 +252,12 @@ class Text2SQLEncoder(nn.Module):
         )
         x = torch.cat([x_q, x_t, x_c], 1) + self._places() + self.global_features(g_feat)[:, None]
         pad = self._pad(obs)
-        relations = self._relations(q_feat, col_named, table_named, col_table_named, value_of, of_table)
+        relations = self._relations(
+            q_feat, col_named, table_named, col_table_named, value_of, in_range, of_table
+        )
         for block in self.blocks:
             x = block(x, relations, pad)
-        return Encoded(self.norm(x), pad, self._places().expand(obs.shape[0], -1, -1))
+        return Encoded(self.norm(x), pad, self._places().expand(obs.shape[0], -1, -1), relations)
 
     @staticmethod
     def _relations(
@@ -252,6 +266,7 @@ class Text2SQLEncoder(nn.Module):
         table_named: torch.Tensor,
         col_table_named: torch.Tensor,
         value_of: torch.Tensor,
+        in_range: torch.Tensor,
         of_table: torch.Tensor,
     ) -> torch.Tensor:
         """(B, T, T) relation ids, symmetric; a later relation overrides an earlier one."""
@@ -270,6 +285,7 @@ class Text2SQLEncoder(nn.Module):
         put(QUESTION_ROWS, COLUMN_ROWS, col_named, REL_COLUMN_NAMED)
         put(QUESTION_ROWS, TABLE_ROWS, table_named, REL_TABLE_NAMED)
         put(QUESTION_ROWS, COLUMN_ROWS, value_of, REL_VALUE_OF_COLUMN)
+        put(QUESTION_ROWS, COLUMN_ROWS, in_range, REL_NUMBER_IN_RANGE)
         put(COLUMN_ROWS, TABLE_ROWS, of_table, REL_COLUMN_OF_TABLE)
         return rel
 

@@ -15,6 +15,7 @@ PPO's ratio, GAE and the critic are over the joint action and the shared team re
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import gymnasium as gym
@@ -26,7 +27,7 @@ from ray.rllib.core.rl_module.apis import InferenceOnlyAPI, ValueFunctionAPI
 from ray.rllib.core.rl_module.torch import TorchRLModule
 from torch import nn
 
-from orchestrl.algorithms.neuromas.network import NetConfig, NetOut, NeuromasNet, TeamSpec
+from orchestrl.algorithms.neuromas.network import MASKED_LOGIT, NetConfig, NetOut, NeuromasNet, TeamSpec
 from orchestrl.algorithms.neuromas.team_env import TIME_KEY
 from orchestrl.algorithms.neuromas.topology import Topology
 from orchestrl.envs.spaces import MASK_KEY, OBS_KEY
@@ -80,10 +81,14 @@ class NeuromasModule(TorchRLModule, ValueFunctionAPI, InferenceOnlyAPI):
             word_vectors=bool(cfg.get("word_vectors")),
             contextual=bool(cfg.get("contextual")),
             observe=cfg.get("observe", "all"),
+            sequential=bool(cfg.get("sequential")),
+            repeats=int(cfg.get("repeats", 1)),
         )
         self.net = NeuromasNet(spec, self.topology, net_cfg)
         self.env_lens = [n for a in agents for n in spec.nvecs[a]]
+        self.agent_lens = [list(spec.nvecs[a]) for a in agents]
         self.discrete = net_cfg.messages == "discrete"
+        self.sequential = net_cfg.sequential
         n_tokens = len(self.net.senders) * net_cfg.message_len if self.discrete else 0
         self.token_lens = [net_cfg.message_vocab] * n_tokens
         expected = len(self.env_lens) + n_tokens
@@ -114,15 +119,26 @@ class NeuromasModule(TorchRLModule, ValueFunctionAPI, InferenceOnlyAPI):
             return self._act(batch, explore=True)
 
     def _act(self, batch: dict[str, Any], explore: bool) -> dict[str, Any]:
-        if not self.discrete:  # RLlib's GetActions samples (or takes the argmax of) the logits
-            return {Columns.ACTION_DIST_INPUTS: self.run_graph(batch, "greedy").env_logits}
-        # Discrete messages are sampled inside the graph, layer by layer, so the module returns the
-        # whole joint action and its log-probability itself.
-        out = self.run_graph(batch, "sample" if explore else "greedy")
-        env_dist = self._dist(self.env_lens).from_logits(out.env_logits)
-        if not explore:
-            env_dist = env_dist.to_deterministic()
-        env_actions = env_dist.sample()
+        if not (self.discrete or self.sequential):  # RLlib's GetActions samples (or takes the
+            return {Columns.ACTION_DIST_INPUTS: self.run_graph(batch, "greedy").env_logits}  # argmax)
+        # Discrete messages are sampled inside the graph, layer by layer, and a sequential team's
+        # later agents need the earlier agents' actions: the module returns the whole joint action
+        # and its log-probability itself.
+        mode = "sample" if explore else "greedy"
+        out = self.run_graph(batch, mode, action_mode=mode)
+        if out.actions is not None:
+            env_actions = out.actions
+        else:
+            env_dist = self._dist(self.env_lens).from_logits(out.env_logits)
+            env_actions = (env_dist if explore else env_dist.to_deterministic()).sample()
+        if not self.discrete:
+            return {
+                Columns.ACTIONS: env_actions.long(),
+                Columns.ACTION_LOGP: self.get_train_action_dist_cls()
+                .from_logits(out.env_logits)
+                .logp(env_actions),
+                Columns.ACTION_DIST_INPUTS: out.env_logits,
+            }
         logits = torch.cat([out.env_logits, out.token_logits], -1)
         actions = torch.cat([env_actions.long(), out.tokens.long()], -1)
         return {
@@ -132,12 +148,13 @@ class NeuromasModule(TorchRLModule, ValueFunctionAPI, InferenceOnlyAPI):
         }
 
     def _forward_train(self, batch: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
+        given = batch[Columns.ACTIONS][:, : len(self.env_lens)] if self.sequential else None
         if self.discrete:
             tokens = batch[Columns.ACTIONS][:, len(self.env_lens) :]
-            out = self.run_graph(batch, "given", tokens=tokens)
+            out = self.run_graph(batch, "given", tokens=tokens, actions=given)
             logits = torch.cat([out.env_logits, out.token_logits], -1)
         else:
-            out = self.run_graph(batch, "greedy")
+            out = self.run_graph(batch, "greedy", actions=given)
             logits = out.env_logits
         result = {Columns.ACTION_DIST_INPUTS: logits}
         if not self.discrete:  # the critic may reuse these states (see compute_values)
@@ -145,6 +162,27 @@ class NeuromasModule(TorchRLModule, ValueFunctionAPI, InferenceOnlyAPI):
         if self.aux_head is not None:
             result[AUX_PREDICTION] = self.reward_prediction(batch, out.states)
         return result
+
+    def live_parameters(self, batch: dict[str, Any]) -> int:
+        """Parameters of the team graph on some path to its actions, at the observations
+        ``batch[OBS]``: those that get a non-zero gradient from a fixed random projection of every
+        agent's unmasked logits (greedy play), on a copy of the graph with every weight moved off
+        its initialisation (a weight that starts at zero, as a new report or choice embedding does,
+        would otherwise hide every path through it). Weights that are built but never reached
+        (messages nobody reads, look-ups of a node that does not read) do not count: the honest
+        size to match a single agent to."""
+        generator = torch.Generator().manual_seed(0)
+        net = copy.deepcopy(self.net).train(False)
+        with torch.no_grad():
+            for p in net.parameters():
+                p.add_(0.01 * torch.randn(p.shape, generator=generator))
+        with torch.enable_grad():
+            obs, masks = _split_team_obs(batch[Columns.OBS], net.spec.agents)
+            logits = net(obs, masks, message_mode="soft" if self.discrete else "greedy").env_logits
+            live = logits > MASKED_LOGIT / 2
+            projection = torch.randn(logits.shape, generator=generator)
+            (logits.masked_fill(~live, 0.0) * projection).sum().backward()
+        return sum(p.numel() for p in net.parameters() if p.grad is not None and bool(p.grad.any()))
 
     def reward_prediction(self, batch: dict[str, Any], states: torch.Tensor) -> torch.Tensor:
         """The auxiliary head's team reward from all nodes' states (with their gradient, unlike the
@@ -184,6 +222,16 @@ class NeuromasModule(TorchRLModule, ValueFunctionAPI, InferenceOnlyAPI):
 
     def get_inference_action_dist_cls(self):
         return self.get_train_action_dist_cls()
+
+    def agent_logp(self, logits: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
+        """(B, env agents): each env agent's log-probability of its components of ``actions``
+        under ``logits`` (the team's distribution inputs, env components first)."""
+        out, logit_at, action_at = [], 0, 0
+        for lens in self.agent_lens:
+            part = self._dist(lens).from_logits(logits[:, logit_at : logit_at + sum(lens)])
+            out.append(part.logp(actions[:, action_at : action_at + len(lens)]))
+            logit_at, action_at = logit_at + sum(lens), action_at + len(lens)
+        return torch.stack(out, -1)
 
     def env_action_dist_cls(self):
         """The distribution over the env agents' components only (behaviour cloning's target)."""

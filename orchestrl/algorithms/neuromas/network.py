@@ -3,7 +3,7 @@
 For each node v, layer by layer (``topology.py`` says which nodes and edges exist)::
 
     m_v  = MHA(q = e_v + W_s o_v,  k = v = {msg_u : u -> v})          # MAAC-style aggregation
-    r_v  = MHA(q = e_v + m_v + P,  k = v = rows of v's observations)   # what v reads (agent nodes)
+    r_v  = MHA(q = e_v + m_v + P,  k = v = rows v reads)               # what v reads, asked by what it heard
     s_v  = Backbone(e_v + m_v + r_v) + A_v                               # shared neuron, own adapter
     out_v = W_msg s_v + W_rep [MHA(q = s_v + R, k = v = rows); sum_i alpha_i place_i]
                                               (messages: continuous; differentiable)
@@ -28,13 +28,25 @@ NeuroMAS-5 picked the right value on more training questions after cloning than 
 starts at zero, so a new report changes nothing until trained). Hidden nodes read
 no rows and send ``W_msg s_v`` only.
 
-``o_v`` is the mean of v's observation rows, ``P`` a few learned read queries; hidden nodes (and, with
-``observe="inputs"``, every agent node past layer 0) read no observation: ``o_v = r_v = 0``. An
+``o_v`` is the mean of the rows v reads, ``P`` a few learned read queries. What a node reads
+(``NetConfig.observe``): with ``every``, every node, hidden ones included, reads the one shared
+encoder pass of the task, each with queries conditioned on the messages it received, so each
+hidden layer adds what it looks up to the residual stream; with ``all`` only agent nodes read (their
+own observation), with ``inputs`` only layer 0. A node that reads nothing has ``o_v = r_v = 0``. An
 acting node turns ``s_v`` into its agent's action logits: per categorical component, a linear head
 on the state and on what the component looks up in the observation rows; per pointer component, a
 score (query . key) for each observation row it can point at, the keys from that agent's own
 encoder pass (content-free rows for a node that does not read: then only its messages say where to
-point). With messages cut, nothing but an agent's own observation reaches its action. The global
+point). With messages cut, nothing but what an agent's node reads reaches its action.
+
+With ``sequential``, agents decide in team-action order (Text2SQL: the extractor, then the
+composer). A later agent's state gets each earlier agent's choice (:class:`ChoiceEmbedding`: the row
+it pointed at, as the later agent reads it, or a vector per categorical option) and its pointer
+heads a learned bias per relation between the rows they score and the rows chosen earlier: the
+value pointer can prefer the words naming a value stored in the chosen WHERE column. The joint
+policy factorises as pi(a_1) pi(a_2 | a_1) ...: acting samples (or takes the argmax of) one agent
+after another, cloning and the learner teacher-force the recorded actions, so the log-probability
+the learner computes is the one the runner sampled with. The global
 critic and the auxiliary reward head read an attention pool over every node's state (the critic's
 copy detached, see ``module.compute_values``).
 
@@ -60,6 +72,7 @@ from orchestrl.algorithms.neuromas.topology import Topology
 
 MASKED_LOGIT = -1e9
 READ_QUERIES = 4
+OBSERVE = ("every", "all", "inputs")
 _ACTIVATIONS = {"tanh": nn.Tanh, "relu": nn.ReLU, "silu": nn.SiLU}
 
 
@@ -96,11 +109,23 @@ class NetConfig:
     contextual: bool = False
     """Text encoder: question words as the frozen MiniLM's contextual states (needs word_vectors)."""
     observe: str = "all"
-    """Which agent nodes read their observation: ``all``, or only the ``inputs`` (layer 0). With
-    ``inputs`` a later agent knows the task only from its messages: its state reads no rows, its
-    categorical heads look nothing up, and its pointer heads score content-free rows (the encoder's
-    ``blind`` rows: which question words exist, not what they say). Either way an agent's action
-    depends on nothing but its own observation and the messages it receives."""
+    """Which nodes read the task: ``every`` node (hidden nodes too: each reads the one shared
+    encoder pass with queries conditioned on the messages it receives), ``all`` agent nodes (each
+    its own observation), or only the ``inputs`` (layer 0). With ``inputs`` a later agent knows the
+    task only from its messages: its state reads no rows, its categorical heads look nothing up, and
+    its pointer heads score content-free rows (the encoder's ``blind`` rows: which question words
+    exist, not what they say). Either way an agent's action depends on nothing but what its node
+    reads, the messages it receives and (``sequential``) the choices of the agents before it."""
+    sequential: bool = False
+    """Agents decide in team-action order, each knowing the choices of those before it (taken from
+    the recorded actions in cloning and in the learner, decided in the graph when acting): a chosen
+    option's embedding is added to the later agent's state, and its pointer heads get a learned
+    bias per relation between each row they score and the rows chosen before (Text2SQL: the value
+    pointer can favour the words that name a value stored in the chosen WHERE column)."""
+    repeats: int = 1
+    """Times each node applies the shared neuron, re-reading its rows between applications: the
+    compute-matched monolith applies it as many times as the network it is compared with has
+    layers."""
 
 
 @dataclass
@@ -114,6 +139,8 @@ class NetOut:
     tokens: torch.Tensor | None = None
     """(B, senders * message_len) the tokens the graph ran with."""
     encoded: dict[str, Encoded] = field(default_factory=dict)
+    actions: torch.Tensor | None = None
+    """(B, env components) the env actions the graph decided with (``sequential`` only)."""
 
 
 class Backbone(nn.Module):
@@ -149,6 +176,12 @@ class NeuromasNet(nn.Module):
         d, n_nodes = cfg.dim, len(topology.nodes)
         if d % cfg.heads:
             raise ValueError(f"embed_dim {d} must be divisible by heads {cfg.heads}")
+        if cfg.messages not in ("continuous", "discrete", "none"):
+            raise ValueError(f"messages must be continuous, discrete or none, got {cfg.messages!r}")
+        if cfg.observe not in OBSERVE:
+            raise ValueError(f"observe must be one of {OBSERVE}, got {cfg.observe!r}")
+        if cfg.repeats < 1:
+            raise ValueError(f"repeats must be at least 1, got {cfg.repeats}")
         # One encoder per distinct observation size (agents with the same layout share it).
         self.encoder_of = {a: f"obs{spec.obs_dims[a]}" for a in spec.agents}
         self.encoders = nn.ModuleDict(
@@ -168,7 +201,9 @@ class NeuromasNet(nn.Module):
         self.node_embedding = nn.Embedding(n_nodes, d)
         nn.init.normal_(self.node_embedding.weight, std=0.5)
         self.summary = nn.Linear(d, d)
-        self.aggregate = nn.MultiheadAttention(d, cfg.heads, batch_first=True)
+        # Modules with no input are not built: no aggregation without edges, no message weights
+        # without a node whose message someone reads (the monolith has neither).
+        self.aggregate = nn.MultiheadAttention(d, cfg.heads, batch_first=True) if topology.edges else None
         self.read_queries = nn.Parameter(torch.randn(READ_QUERIES, d) * 0.1)
         self.read = nn.MultiheadAttention(d, cfg.heads, batch_first=True)
         self.read_out = nn.Linear(READ_QUERIES * d, d)
@@ -179,7 +214,7 @@ class NeuromasNet(nn.Module):
         self.lanes = {v: lane for v in self.senders if (lane := topology.lane(v)) in self.sender_slot}
         if self.lanes:  # per node (a_v, b_v): its own message and its lane's, in what it sends on
             self.message_mix = nn.Parameter(torch.tensor([[1.0, 1.0]]).repeat(n_nodes, 1))
-        if cfg.messages == "continuous":
+        if self.senders and cfg.messages == "continuous":
             self.message = nn.Linear(d, d)
             # What a reading sender reports of its rows directly, not only through its state.
             self.report_queries = nn.Parameter(torch.randn(READ_QUERIES, d) * 0.1)
@@ -187,40 +222,67 @@ class NeuromasNet(nn.Module):
             self.report_out = nn.Linear(2 * READ_QUERIES * d, d)
             nn.init.zeros_(self.report_out.weight)
             nn.init.zeros_(self.report_out.bias)
-        elif cfg.messages == "discrete":
+        elif self.senders and cfg.messages == "discrete":
             self.token_head = nn.Linear(d, cfg.message_len * cfg.message_vocab)
             nn.init.orthogonal_(self.token_head.weight, gain=0.01)
             nn.init.zeros_(self.token_head.bias)
             self.token_embedding = nn.Parameter(torch.randn(cfg.message_len, cfg.message_vocab, d) * 0.5)
-        elif cfg.messages != "none":
-            raise ValueError(f"messages must be continuous, discrete or none, got {cfg.messages!r}")
 
         self.heads = nn.ModuleDict({a: self._agent_heads(a) for a in spec.agents})
+        if cfg.sequential:  # what a later agent knows of each earlier agent's choice
+            self.choices = nn.ModuleDict({a: ChoiceEmbedding(d, self._pointers(a)) for a in spec.agents[:-1]})
         self.pool_query = nn.Parameter(torch.randn(1, 1, d) * 0.1)
         self.pool = nn.MultiheadAttention(d, cfg.heads, batch_first=True)
 
     # -- heads --------------------------------------------------------------------------------------
+    def _pointers(self, agent: str) -> list[tuple[int, slice | None]]:
+        """(options, rows pointed at or None) per action component of ``agent``."""
+        encoder = self.encoders[self.encoder_of[agent]]
+        nvec = self.spec.nvecs[agent]
+        return list(zip(nvec, encoder.pointer_rows(agent, len(nvec)), strict=True))
+
+    def _earlier_pointers(self, agent: str) -> int:
+        """Pointer components of the agents that decide before ``agent`` (``sequential`` only)."""
+        if not self.cfg.sequential:
+            return 0
+        earlier = self.spec.agents[: self.spec.agents.index(agent)]
+        return sum(rows is not None for a in earlier for _, rows in self._pointers(a))
+
     def _agent_heads(self, agent: str) -> nn.ModuleList:
         d = self.cfg.dim
-        rows = self.encoders[self.encoder_of[agent]].pointer_rows(agent, len(self.spec.nvecs[agent]))
+        kinds = self.encoders[self.encoder_of[agent]].relation_kinds
+        earlier = self._earlier_pointers(agent) if kinds else 0
         heads = []
-        for n, pointer in zip(self.spec.nvecs[agent], rows, strict=True):
+        for n, pointer in self._pointers(agent):
             if pointer is None:
                 head = AttentiveHead(d, n)
             else:
                 if pointer.stop - pointer.start != n:
                     raise ValueError(f"{agent}: a pointer over {pointer} cannot choose among {n} options")
-                head = PointerHead(d, pointer)
+                head = PointerHead(d, pointer, earlier, kinds)
             heads.append(head)
         return nn.ModuleList(heads)
 
-    def _agent_logits(self, agent: str, state: torch.Tensor, enc: Encoded, reads: bool) -> torch.Tensor:
-        return torch.cat([head(state, enc, reads) for head in self.heads[agent]], -1)
+    def _agent_logits(
+        self, agent: str, state: torch.Tensor, enc: Encoded, reads: bool, chosen: list[torch.Tensor]
+    ) -> torch.Tensor:
+        return torch.cat([head(state, enc, reads, chosen) for head in self.heads[agent]], -1)
 
     def _reads(self, v: int) -> bool:
-        """Whether node ``v`` reads its agents' observations (see ``NetConfig.observe``)."""
+        """Whether node ``v`` reads the task (see ``NetConfig.observe``)."""
         node = self.topology.nodes[v]
+        if self.cfg.observe == "every":
+            return True
         return bool(node.agents) and (self.cfg.observe == "all" or node.layer == 0)
+
+    def _rows(self, v: int, encoded: dict[str, Encoded]) -> Encoded | None:
+        """What node ``v`` reads: its agents' rows; a hidden node, the shared encoder pass (every
+        distinct encoding once); None for a node that does not read."""
+        if not self._reads(v):
+            return None
+        agents = self.topology.nodes[v].agents or self.spec.agents
+        distinct = list({id(encoded[a]): encoded[a] for a in agents}.values())
+        return _concat(distinct)
 
     # -- the graph ----------------------------------------------------------------------------------
     def forward(
@@ -232,11 +294,16 @@ class NeuromasNet(nn.Module):
         tokens: torch.Tensor | None = None,
         token_dropout: float = 0.0,
         gumbel_tau: float = 1.0,
+        actions: torch.Tensor | None = None,
+        action_mode: str = "greedy",
     ) -> NetOut:
         """Runs every node in topological order.
 
         ``obs``: agent -> (B, obs_dim) flat observations; ``masks``: agent -> (B, sum(nvec)) 0/1.
         ``tokens``: (B, senders * message_len) recorded message tokens, for ``message_mode="given"``.
+        ``actions``: (B, env components) the recorded env actions a ``sequential`` team's later
+        agents condition on (teacher forcing); without them each agent's action is decided in the
+        graph, ``action_mode`` ``greedy`` or ``sample``, before the next agent's logits.
         """
         topo = self.topology
         encoded = self._encode(obs, token_dropout)
@@ -247,14 +314,15 @@ class NeuromasNet(nn.Module):
         used_tokens: list[torch.Tensor] = []
         for layer in topo.layers:
             for v in layer:
-                node = topo.nodes[v]
                 e_v = self.node_embedding.weight[v].expand(batch, -1)
-                reads = self._reads(v)
-                rows = _concat([encoded[a] for a in node.agents]) if reads else None
+                rows = self._rows(v, encoded)
                 own = self.summary(_masked_mean(rows)) if rows is not None else torch.zeros_like(e_v)
                 m_v = self._aggregate(v, e_v + own, messages)
                 r_v = self._read(e_v + m_v, rows) if rows is not None else torch.zeros_like(e_v)
                 states[v] = self.backbone(e_v + m_v + r_v, v)
+                for _ in range(self.cfg.repeats - 1):  # the compute-matched monolith
+                    r_v = self._read(states[v], rows) if rows is not None else torch.zeros_like(e_v)
+                    states[v] = self.backbone(states[v] + r_v, v)
                 if v in self.sender_slot:
                     msg, logits, toks = self._emit(states[v], v, message_mode, tokens, gumbel_tau, rows)
                     if v in self.lanes:
@@ -264,20 +332,46 @@ class NeuromasNet(nn.Module):
                     if logits is not None:
                         token_logits.append(logits)
                         used_tokens.append(toks)
-        env_logits = []
-        for agent in self.spec.agents:
-            v = topo.acting_node(agent)
-            logits = self._agent_logits(agent, states[v], encoded[agent], self._reads(v))
-            if masks is not None and agent in masks:
-                logits = logits.masked_fill(masks[agent] < 0.5, MASKED_LOGIT)
-            env_logits.append(logits)
+        env_logits, decided = self._act(states, encoded, masks, actions, action_mode)
         return NetOut(
-            env_logits=torch.cat(env_logits, -1),
+            env_logits=env_logits,
             states=torch.stack([states[v] for v in range(len(topo.nodes))], 1),
             token_logits=torch.cat(token_logits, -1) if token_logits else None,
             tokens=torch.cat(used_tokens, -1) if used_tokens else None,
             encoded=encoded,
+            actions=decided,
         )
+
+    def _act(
+        self,
+        states: dict[int, torch.Tensor],
+        encoded: dict[str, Encoded],
+        masks: dict[str, torch.Tensor] | None,
+        actions: torch.Tensor | None,
+        mode: str,
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Every agent's masked logits, in team-action order; with ``sequential``, also the actions
+        the later agents conditioned on (the recorded ones, or decided here one agent at a time)."""
+        logits_of: list[torch.Tensor] = []
+        taken: list[torch.Tensor] = []
+        start = 0
+        for i, agent in enumerate(self.spec.agents):
+            v = self.topology.acting_node(agent)
+            state, enc, chosen = states[v], encoded[agent], []
+            for earlier, acts in zip(self.spec.agents[:i], taken, strict=False):  # sequential only
+                state = state + self.choices[earlier](acts, enc, chosen)
+            logits = self._agent_logits(agent, state, enc, self._reads(v), chosen)
+            if masks is not None and agent in masks:
+                logits = logits.masked_fill(masks[agent] < 0.5, MASKED_LOGIT)
+            logits_of.append(logits)
+            if self.cfg.sequential:
+                n = len(self.spec.nvecs[agent])
+                if actions is not None:
+                    taken.append(actions[:, start : start + n].long())
+                else:
+                    taken.append(_decide(logits, self.spec.nvecs[agent], mode))
+                start += n
+        return torch.cat(logits_of, -1), torch.cat(taken, -1) if taken else None
 
     def _encode(self, obs: dict[str, torch.Tensor], token_dropout: float) -> dict[str, Encoded]:
         """Each agent's rows from its own observation: encoded if its node reads it, else blind (see
@@ -379,7 +473,9 @@ class AttentiveHead(nn.Module):
         nn.init.orthogonal_(self.out.weight, gain=0.01)
         nn.init.zeros_(self.out.bias)
 
-    def forward(self, state: torch.Tensor, enc: Encoded, reads: bool = True) -> torch.Tensor:
+    def forward(
+        self, state: torch.Tensor, enc: Encoded, reads: bool = True, chosen: list[torch.Tensor] = ()
+    ) -> torch.Tensor:
         if not reads:  # a node that knows the task only from its messages looks nothing up
             return self.out(torch.cat([state, torch.zeros_like(state)], -1))
         scores = torch.einsum("bd,btd->bt", self.query(state), enc.tokens) * self.scale
@@ -389,20 +485,71 @@ class AttentiveHead(nn.Module):
 
 
 class PointerHead(nn.Module):
-    """logit_i = (W_q s) . (W_k row_i) / sqrt(d) + b . row_i, over a range of observation rows."""
+    """logit_i = (W_q s) . (W_k row_i) / sqrt(d) + b . row_i + sum_k w_k[rel(c_k, row_i)], over a range
+    of observation rows; ``c_k`` is the row an earlier agent chose with its k-th pointer component
+    and ``rel`` the encoder's relation between two rows (``sequential`` teams whose encoder has
+    relations; ``w`` starts at zero)."""
 
-    def __init__(self, dim: int, rows: slice) -> None:
+    def __init__(self, dim: int, rows: slice, earlier: int = 0, relation_kinds: int = 0) -> None:
         super().__init__()
         self.rows = rows
         self.query = nn.Linear(dim, dim)
         self.key = nn.Linear(dim, dim)
         self.bias = nn.Linear(dim, 1)
         self.scale = dim**-0.5
+        self.relation_bias = nn.Parameter(torch.zeros(earlier, relation_kinds)) if earlier else None
 
-    def forward(self, state: torch.Tensor, enc: Encoded, reads: bool = True) -> torch.Tensor:
+    def forward(
+        self, state: torch.Tensor, enc: Encoded, reads: bool = True, chosen: list[torch.Tensor] = ()
+    ) -> torch.Tensor:
         rows = enc.tokens[:, self.rows]  # its choices: scored whether or not the node reads the task
         logits = torch.einsum("bd,brd->br", self.query(state), self.key(rows)) * self.scale
-        return logits + self.bias(rows)[..., 0]
+        logits = logits + self.bias(rows)[..., 0]
+        if self.relation_bias is not None and enc.relations is not None:
+            batch = torch.arange(rows.shape[0], device=rows.device)
+            for weights, row in zip(self.relation_bias, chosen, strict=True):
+                logits = logits + weights[enc.relations[batch, row][:, self.rows]]
+        return logits
+
+
+class ChoiceEmbedding(nn.Module):
+    """What a later agent of a ``sequential`` team knows of an earlier agent's action: per
+    component, the encoding of the row it pointed at (as the later agent reads that row) through a
+    linear map, or a learned vector per categorical option; summed. Zero at the start, so a new
+    sequential team acts as the independent one until trained. Also appends each pointer choice's
+    row index (into the encoded rows) to ``chosen``, for the later agent's pointer heads."""
+
+    def __init__(self, dim: int, components: list[tuple[int, slice | None]]) -> None:
+        super().__init__()
+        self.components = components
+        parts: list[nn.Module] = []
+        for n, rows in components:
+            part = nn.Linear(dim, dim, bias=False) if rows is not None else nn.Embedding(n, dim)
+            nn.init.zeros_(part.weight)
+            parts.append(part)
+        self.parts = nn.ModuleList(parts)
+
+    def forward(self, actions: torch.Tensor, enc: Encoded, chosen: list[torch.Tensor]) -> torch.Tensor:
+        batch = torch.arange(actions.shape[0], device=actions.device)
+        total = torch.zeros(actions.shape[0], enc.tokens.shape[-1], device=actions.device)
+        for c, ((_, rows), part) in enumerate(zip(self.components, self.parts, strict=True)):
+            if rows is None:
+                total = total + part(actions[:, c])
+            else:
+                row = rows.start + actions[:, c]
+                chosen.append(row)
+                total = total + part(enc.tokens[batch, row])
+        return total
+
+
+def _decide(logits: torch.Tensor, nvec: tuple[int, ...], mode: str) -> torch.Tensor:
+    """(B, sum nvec) masked logits -> (B, len nvec) one option per component."""
+    parts = torch.split(logits, list(nvec), -1)
+    if mode == "sample":
+        return torch.stack([torch.distributions.Categorical(logits=p).sample() for p in parts], -1)
+    if mode == "greedy":
+        return torch.stack([p.argmax(-1) for p in parts], -1)
+    raise ValueError(f"action_mode must be greedy or sample, got {mode!r}")
 
 
 def _concat(parts: list[Encoded]) -> Encoded:

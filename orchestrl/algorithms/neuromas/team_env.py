@@ -13,7 +13,9 @@ agent, ``team``:
   so env-reported metrics still reach ``env/<name>`` (:mod:`orchestrl.envs.reporting`).
 
 It takes the same ``env_config`` as :class:`~orchestrl.envs.rllib_env.RegisteredEnv`, plus the two
-message keys below, so evaluation env overrides work unchanged.
+message keys below, so evaluation env overrides work unchanged. An env with the counterfactual API
+(:mod:`orchestrl.envs.counterfactual`) keeps it through the wrapper, per env agent: what NeuroMAS'
+counterfactual credit re-executes (:mod:`.credit`).
 """
 
 from __future__ import annotations
@@ -24,6 +26,12 @@ import gymnasium as gym
 import numpy as np
 from ray.rllib.env.multi_agent_env import MultiAgentEnv
 
+from orchestrl.envs.counterfactual import (
+    CounterfactualOutcome,
+    Edit,
+    NoCounterfactualAPIError,
+    supports_counterfactual,
+)
 from orchestrl.envs.registry import get_env
 from orchestrl.envs.rllib_env import RegisteredEnv
 from orchestrl.envs.spaces import MASK_KEY, OBS_KEY, NotSimultaneousError
@@ -109,6 +117,22 @@ class NeuromasTeamEnv(MultiAgentEnv):
             {TEAM: cut, "__all__": cut},
             {TEAM: team_info},
         )
+
+    # -- counterfactuals: the env's own, per env agent ---------------------------------------------
+    def counterfactual_spec(self) -> Any:
+        return self._counterfactual_env().counterfactual_spec()
+
+    def counterfactual_edits(self, spec: Any, agent: str) -> Any:
+        return self._counterfactual_env().counterfactual_edits(spec, agent)
+
+    def counterfactual(self, spec: Any, agent: str, edit: Edit) -> CounterfactualOutcome:
+        return self._counterfactual_env().counterfactual(spec, agent, edit)
+
+    def _counterfactual_env(self) -> Any:
+        raw = self.inner.raw_env
+        if not supports_counterfactual(raw):
+            raise NoCounterfactualAPIError(f"env '{type(raw).__name__}' has no counterfactual API")
+        return raw
 
     # -- joint actions -------------------------------------------------------------------------
     def split_action(self, action: Any) -> dict[str, np.ndarray]:

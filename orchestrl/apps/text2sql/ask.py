@@ -73,6 +73,26 @@ class Answer:
     """Why there are no rows: the team's choices made no SQL, or SQLite rejected it."""
 
 
+def observation_batch(
+    words: Sequence[Sequence[str]], schemas: Sequence[Schema], values: Sequence[ValueIndex]
+) -> dict[str, Any]:
+    """The team's observation of each question (``words[i]`` over ``schemas[i]``), as a batch."""
+    from orchestrl.algorithms.neuromas.team_env import TIME_KEY
+
+    obs: dict[str, dict[str, list[np.ndarray]]] = {a: {OBS_KEY: [], MASK_KEY: []} for a in act.AGENTS}
+    for question, schema, index in zip(words, schemas, values, strict=True):
+        vector = encode_observation(question, schema, index)
+        masks = act.action_masks(len(question), schema)
+        for a in act.AGENTS:
+            obs[a][OBS_KEY].append(vector)
+            obs[a][MASK_KEY].append(masks[a])
+    batch: dict[str, Any] = {
+        a: {k: torch.as_tensor(np.stack(v)) for k, v in parts.items()} for a, parts in obs.items()
+    }
+    batch[TIME_KEY] = torch.zeros(len(words), 1)
+    return batch
+
+
 class Team:
     """A trained NeuroMAS team module that writes Text2SQL queries (greedy joint action)."""
 
@@ -110,22 +130,12 @@ class Team:
         """The query the team writes for each question (``words[i]`` over ``schemas[i]``)."""
         from ray.rllib.core.columns import Columns
 
-        from orchestrl.algorithms.neuromas.team_env import TIME_KEY
-
         plans: list[QueryPlan] = []
         for start in range(0, len(words), BATCH):
             chunk = range(start, min(start + BATCH, len(words)))
-            obs = {a: {OBS_KEY: [], MASK_KEY: []} for a in act.AGENTS}
-            for i in chunk:
-                vector = encode_observation(words[i], schemas[i], values[i])
-                masks = act.action_masks(len(words[i]), schemas[i])
-                for a in act.AGENTS:
-                    obs[a][OBS_KEY].append(vector)
-                    obs[a][MASK_KEY].append(masks[a])
-            batch = {
-                a: {k: torch.as_tensor(np.stack(v)) for k, v in parts.items()} for a, parts in obs.items()
-            }
-            batch[TIME_KEY] = torch.zeros(len(chunk), 1)
+            batch = observation_batch(
+                [words[i] for i in chunk], [schemas[i] for i in chunk], [values[i] for i in chunk]
+            )
             with torch.no_grad():
                 logits = self.module.forward_inference({Columns.OBS: batch})[Columns.ACTION_DIST_INPUTS]
             env_logits = logits[:, : sum(self.module.env_lens)]

@@ -12,6 +12,11 @@ Observations are ``Dict(observations=Box(OBS_DIM), action_mask=Box(sum(nvec)))``
 ``observations`` is documented in :mod:`.observation`. ``expert_actions()`` returns the gold
 decomposition for the current question.
 
+Counterfactuals (:mod:`orchestrl.envs.counterfactual`): the last episode's question and actions are
+kept (``counterfactual_spec``), and ``counterfactual(spec, agent, Edit.alternative(a))`` runs the
+query the team would have written with ``agent``'s action swapped for ``a`` (the other agent's kept),
+on the same database: one SQLite query, milliseconds.
+
 Example::
 
     env = Text2SQLEnv(split="train", data_dir=tmp)
@@ -24,6 +29,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -31,6 +37,7 @@ import numpy as np
 from gymnasium import spaces
 from pettingzoo import ParallelEnv
 
+from orchestrl.envs.counterfactual import CounterfactualOutcome, Edit, EditFamily, EditNotApplicable
 from orchestrl.envs.spaces import MASK_KEY, OBS_KEY
 from orchestrl.envs.text2sql import actions as act
 from orchestrl.envs.text2sql.bank import QuestionBank, load_bank
@@ -114,6 +121,7 @@ class Text2SQLEnv(ParallelEnv):
         self._encoded: dict[str, dict[str, dict[str, np.ndarray]]] = {}
         self._question: Question | None = None
         self._last: dict[str, Any] | None = None
+        self._written: Written | None = None
 
     # --- PettingZoo API -----------------------------------------------------------------------
 
@@ -151,18 +159,11 @@ class Text2SQLEnv(ParallelEnv):
         missing = [a for a in self.agents if a not in actions]
         if missing:
             raise ValueError(f"both agents act in the one step; missing actions for {missing}")
-        question, schema = self._question, SCHEMAS[self._question.schema]
-        values = self.bank.values[question.schema]
-        plan = act.decode(actions[act.EXTRACTOR], actions[act.COMPOSER], question.words, schema, values)
-        sql, result, plan_error = None, None, None
-        try:
-            sql = render_sql(plan, schema)
-        except PlanError as exc:
-            plan_error = str(exc)
-            log.info("no SQL for %s: %s", question.qid, exc)
-        if sql is not None:
-            result = self._runner(question.schema).run(sql)
-        outcome = score(sql, result, question, self.validity_penalty, self.length_cost, plan_error)
+        question = self._question
+        plan, sql, outcome = self._execute(question, actions)
+        self._written = Written(
+            question, {a: np.asarray(actions[a]).copy() for a in act.AGENTS}, outcome.reward
+        )
         info = self._episode_info(question, plan, sql, outcome, actions)
         self._last = info
         observations = self._observations()
@@ -199,12 +200,45 @@ class Text2SQLEnv(ParallelEnv):
         """The gold decomposition of the current question, one action per agent."""
         return expert_actions(self.question)
 
+    def counterfactual_spec(self) -> Written | None:
+        """The last finished episode's question, actions and reward (None before the first)."""
+        return self._written
+
+    def counterfactual_edits(self, spec: Written, agent: str) -> tuple[EditFamily, ...]:
+        """Only ``alternative``: an agent's action is a set of indices, with no base or edges."""
+        return (EditFamily.ALTERNATIVE,)
+
+    def counterfactual(self, spec: Written, agent: str, edit: Edit) -> CounterfactualOutcome:
+        """The reward of the query written with ``agent``'s action swapped for ``edit.action``."""
+        if edit.family is not EditFamily.ALTERNATIVE:
+            raise EditNotApplicable(f"{edit.family}: a Text2SQL action has only alternatives")
+        if agent not in spec.actions:
+            raise ValueError(f"unknown agent {agent!r} (agents: {list(spec.actions)})")
+        actions = {**spec.actions, agent: np.asarray(edit.action)}
+        _, _, outcome = self._execute(spec.question, actions)
+        return CounterfactualOutcome(outcome.reward, spec.reward, {"success": float(outcome.success)})
+
     def evaluate_sql(self, sql: str) -> Score:
         """Scores any SQL text against the current question as ``step`` would (e.g. an LLM's query)."""
         result = self._runner(self.question.schema).run(sql)
         return score(sql, result, self.question, self.validity_penalty, self.length_cost)
 
     # --- internals ----------------------------------------------------------------------------
+
+    def _execute(self, question: Question, actions: dict[str, Any]) -> tuple[QueryPlan, str | None, Score]:
+        """Both agents' actions as one query, run on the question's database and scored."""
+        schema = SCHEMAS[question.schema]
+        values = self.bank.values[question.schema]
+        plan = act.decode(actions[act.EXTRACTOR], actions[act.COMPOSER], question.words, schema, values)
+        sql, result, plan_error = None, None, None
+        try:
+            sql = render_sql(plan, schema)
+        except PlanError as exc:
+            plan_error = str(exc)
+            log.info("no SQL for %s: %s", question.qid, exc)
+        if sql is not None:
+            result = self._runner(question.schema).run(sql)
+        return plan, sql, score(sql, result, question, self.validity_penalty, self.length_cost, plan_error)
 
     def _runner(self, schema: str) -> SQLRunner:
         if schema not in self._runners:
@@ -253,6 +287,15 @@ class Text2SQLEnv(ParallelEnv):
                 "composer_slot_acc": accuracy[act.COMPOSER],
             },
         }
+
+
+@dataclass(frozen=True)
+class Written:
+    """What an episode executed: its question, each agent's action and the reward it got."""
+
+    question: Question
+    actions: dict[str, np.ndarray]
+    reward: float
 
 
 def _slot_accuracy(question: Question, actions: dict[str, Any]) -> dict[str, float]:

@@ -17,9 +17,10 @@ Segments, in order (rows x width, content):
 - ``question_features`` (``Q_WORDS x 6``): present, a number, capitalised and not the first word,
   names a word of this schema's table or column names, lies in a span that names a stored value,
   starts such a span.
-- ``question_links`` (``Q_WORDS x 2``): two bit sets per word. Name links: bit s (1..14) when the word
-  is a word of column slot s's name, bit 15 + j when it is a word of table j's name. Value links:
-  bit s when the word lies in a span naming a value stored in column slot s (:mod:`.values`).
+- ``question_links`` (``Q_WORDS x 3``): three bit sets per word. Name links: bit s (1..14) when the
+  word is a word of column slot s's name, bit 15 + j when it is a word of table j's name. Value
+  links: bit s when the word lies in a span naming a value stored in column slot s (:mod:`.values`).
+  Range links: bit s when the word is a number within the stored range of numeric column slot s.
   Words compare by :func:`.tokenizer.normal_form` ("flight" names ``flights``).
 - ``table_features`` (``MAX_TABLES x 3``): present, holds the foreign key, named in the question.
 - ``column_features`` (``COLUMN_SLOTS x 9``): present, is ``*``, text, numeric, primary key, foreign
@@ -127,7 +128,7 @@ LAYOUT = ObsLayout.of(
     ("table_pieces", MAX_TABLES, TABLE_PIECES),
     ("column_pieces", COLUMN_SLOTS, TABLE_PIECES + COLUMN_PIECES),
     ("question_features", Q_WORDS, QUESTION_FEATURES),
-    ("question_links", Q_WORDS, 2),
+    ("question_links", Q_WORDS, 3),
     ("table_features", MAX_TABLES, TABLE_FEATURES),
     ("column_features", COLUMN_SLOTS, COLUMN_FEATURES),
     ("global_features", 1, GLOBAL_FEATURES),
@@ -144,6 +145,7 @@ def observation_high() -> np.ndarray:
     links = LAYOUT.view(high, "question_links")
     links[:, 0] = 2**NAME_LINK_BITS - 1
     links[:, 1] = 2**COLUMN_SLOTS - 1
+    links[:, 2] = 2**COLUMN_SLOTS - 1
     return high
 
 
@@ -178,6 +180,7 @@ def encode_observation(words: Sequence[str], schema: Schema, values: ValueIndex)
     table_names = [{normal_form(w) for w in t.words} for t in schema.tables]
     schema_words = set().union(*column_names, *table_names)
     value_links = values.links(words)
+    range_links = values.range_links(words)
     fk = schema.foreign_key
 
     def put(name: str, row: int, entries: list[float]) -> None:
@@ -203,7 +206,8 @@ def encode_observation(words: Sequence[str], schema: Schema, values: ValueIndex)
         )
         name_bits = sum(1 << s for s, names in enumerate(column_names, start=1) if normal[i] in names)
         name_bits += sum(1 << (COLUMN_SLOTS + j) for j, names in enumerate(table_names) if normal[i] in names)
-        put("question_links", i, [float(name_bits), float(sum(1 << s for s in linked))])
+        in_range = float(sum(1 << s for s in range_links[i]))
+        put("question_links", i, [float(name_bits), float(sum(1 << s for s in linked)), in_range])
     mentioned = set(normal)
     for j, table in enumerate(schema.tables):
         put("table_pieces", j, [float(p) for p in pieces_of(list(table.words), TABLE_PIECES)])

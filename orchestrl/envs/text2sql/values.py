@@ -8,19 +8,22 @@ the value Lyon, with no column name in the question; the observation carries the
 (:mod:`.observation`) and the env copies a chosen span as the stored value ("tokyo" -> ``Tokyo``,
 "penguins" -> ``Penguin``).
 
-Only public inputs are read: the question and the database. Numbers are not linked (any number
-can be compared with any numeric column).
+A number is linked by range: "released before 1980" links 1980 to every numeric column whose
+stored values lie on both sides of it or reach it (a year, not a box office), while "the 3 newest"
+links 3 to none of them, so it reads as a count (:meth:`ValueIndex.range_links`).
+
+Only public inputs are read: the question and the database.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from orchestrl.envs.text2sql.schemas import Schema
 from orchestrl.envs.text2sql.sql_runner import open_read_only
-from orchestrl.envs.text2sql.tokenizer import normal_phrase, split_words
+from orchestrl.envs.text2sql.tokenizer import is_number, normal_phrase, number_text, split_words
 
 MAX_VALUE_WORDS = 3
 """The longest value a question can name (and the composer can copy)."""
@@ -33,16 +36,26 @@ class ValueIndex:
     """Per column slot (1-based, as in :meth:`.schemas.Schema.columns`): normal form -> stored value."""
 
     by_slot: dict[int, dict[str, str]]
+    ranges: dict[int, tuple[float, float]] = field(default_factory=dict)
+    """Per numeric column slot (keys left out): its smallest and largest stored value."""
 
     @classmethod
     def from_database(cls, path: Path | str, schema: Schema) -> ValueIndex:
-        """Reads every text column's distinct values (at most :data:`MAX_DISTINCT`) from ``path``,
-        opened read-only."""
+        """Reads every text column's distinct values (at most :data:`MAX_DISTINCT`) and every
+        numeric column's range from ``path``, opened read-only."""
         by_slot: dict[int, dict[str, str]] = {}
+        ranges: dict[int, tuple[float, float]] = {}
         con = open_read_only(path)
         try:
             for slot, (table, column) in enumerate(schema.columns, start=1):
-                if column.numeric or column.role in ("key", "fk"):
+                if column.role in ("key", "fk"):
+                    continue
+                if column.numeric:
+                    low, high = con.execute(
+                        f'SELECT MIN("{column.name}"), MAX("{column.name}") FROM "{table.name}"'
+                    ).fetchone()
+                    if low is not None:
+                        ranges[slot] = (float(low), float(high))
                     continue
                 rows = con.execute(
                     f'SELECT DISTINCT "{column.name}" FROM "{table.name}" '
@@ -56,7 +69,18 @@ class ValueIndex:
                 by_slot[slot] = index
         finally:
             con.close()
-        return cls(by_slot)
+        return cls(by_slot, ranges)
+
+    def range_links(self, words: Sequence[str]) -> list[set[int]]:
+        """Per question word, the numeric column slots whose stored range holds it (a number)."""
+        linked: list[set[int]] = []
+        for word in words:
+            if not is_number(word):
+                linked.append(set())
+                continue
+            value = float(number_text(word))
+            linked.append({slot for slot, (low, high) in self.ranges.items() if low <= value <= high})
+        return linked
 
     def links(self, words: Sequence[str]) -> list[set[int]]:
         """Per question word, the column slots holding a value that a span containing it names."""

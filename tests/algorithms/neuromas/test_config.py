@@ -29,6 +29,8 @@ def test_the_registry_entry_resolves_to_this_package() -> None:
         ({"embed_dim": 30, "heads": 4}, "embed_dim 30 is not divisible by heads 4"),
         ({"objective": "a2c"}, "algorithm.objective: Input should be 'ppo' or 'reinforce'"),
         ({"monolithic": True, "grow_from": "x"}, "a monolithic agent has no nodes to grow"),
+        ({"repeats": 3}, "repeats: only a monolithic agent applies its neuron more than once"),
+        ({"observe": "some"}, "algorithm.observe: Input should be 'every', 'all' or 'inputs'"),
     ],
 )
 def test_bad_knobs_fail_validation_with_the_key(experiment, knobs: dict, message: str) -> None:

@@ -103,6 +103,10 @@ def test_auxiliary_reward_loss_decreases(experiment) -> None:
         ("text2sql", {"messages": "continuous", "aux_coeff": 0.5}),
         ("text2sql", {"word_vectors": True, "observe": "inputs"}),
         ("text2sql", {"messages": "discrete", "objective": "reinforce"}),
+        (
+            "text2sql",
+            {"credit": "counterfactual", "sequential": True, "observe": "every", "anchor_coeff": 0.01},
+        ),
         ("simple_speaker_listener", {"messages": "none"}),
         ("simple_speaker_listener", {"monolithic": True}),
         ("orchestration", {"messages": "discrete", "warm_start": {"episodes": 16, "epochs": 1}}),
@@ -111,6 +115,7 @@ def test_auxiliary_reward_loss_decreases(experiment) -> None:
         "t2s-continuous-ppo",
         "t2s-word-vectors-inputs",
         "t2s-discrete-reinforce",
+        "t2s-counterfactual-sequential",
         "mpe-cut",
         "mpe-monolithic",
         "orchestration-bc",
@@ -168,3 +173,32 @@ def test_demonstrations_carry_the_experts_discounted_returns(experiment) -> None
     speaker_listener = build_ppo_config(validate_config(experiment("simple_speaker_listener"))).env_config
     with pytest.raises(AttributeError, match="no expert_actions"):
         team_demonstrations(speaker_listener, 4)
+
+
+def test_cloning_stops_early_on_validation_schemas_and_keeps_its_best_epoch(experiment) -> None:
+    """The warm start with ``bc_validation_env``: after each epoch the greedy team's agreement with
+    the expert on the validation split's schemas; it stops ``bc_patience`` epochs after the best
+    one (well before ``epochs`` on a tiny set), and the weights it keeps are that epoch's."""
+    from orchestrl.algorithms.neuromas.cloning import agreement
+
+    trainer, hook = trainer_for(
+        experiment,
+        "text2sql",
+        warm_start={"episodes": 192, "epochs": 40, "batch_size": 32, "lr": 3e-3},
+        word_vectors=True,
+        bc_validation_env={"split": "validation"},
+        bc_validation_episodes=48,
+        bc_patience=2,
+    )
+    try:
+        report = hook(trainer.learner)
+        scores, best = report["bc_validation_agreement"], report["bc_best_epoch"][0]
+        assert len(scores) == len(report["bc_loss"]) == best + 2 < 40
+        assert scores[best - 1] == max(scores) > 0
+        config = copy.deepcopy(trainer.config.env_config)
+        config["kwargs"] = {**config["kwargs"], "split": "validation"}
+        validation = team_demonstrations(config, 48, seed=3)  # the hook's validation episodes
+        module = trainer.learner.module[TEAM]
+        assert agreement(module, validation, len(module.env_lens)) == pytest.approx(scores[best - 1])
+    finally:
+        trainer.stop()

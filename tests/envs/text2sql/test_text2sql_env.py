@@ -109,13 +109,13 @@ def test_layout_offsets_are_the_documented_ones() -> None:
         "table_pieces": (160, 2, 4),
         "column_pieces": (168, 15, 10),
         "question_features": (318, 40, 6),
-        "question_links": (558, 40, 2),
-        "table_features": (638, 2, 3),
-        "column_features": (644, 15, 9),
-        "global_features": (779, 1, 2),
+        "question_links": (558, 40, 3),
+        "table_features": (678, 2, 3),
+        "column_features": (684, 15, 9),
+        "global_features": (819, 1, 2),
     }
     assert {s.name: (s.offset, s.rows, s.width) for s in LAYOUT.segments} == documented
-    assert OBS_DIM == 781
+    assert OBS_DIM == 821
 
 
 def test_layout_segments_tile_the_observation() -> None:
@@ -164,7 +164,7 @@ def test_the_observation_is_a_function_of_the_public_inputs_only(env: Text2SQLEn
 
 
 def _links(obs: np.ndarray, word: int) -> tuple[set[int], set[int]]:
-    names, values = LAYOUT.view(obs, "question_links")[word].astype(int)
+    names, values, _ = LAYOUT.view(obs, "question_links")[word].astype(int)
     return {b for b in range(COLUMN_SLOTS + 2) if names >> b & 1}, {
         b for b in range(COLUMN_SLOTS) if values >> b & 1
     }
@@ -187,6 +187,27 @@ def test_value_linking_finds_the_column_of_a_value_the_question_names_without_a_
     assert names == {COLUMN_SLOTS + shop.table_index("products"), shop.column_slot("orders", "product_id")}
     assert not linked
     assert _links(obs, 4)[1] == {shop.column_slot("products", "brand")}
+
+
+def test_a_number_links_to_the_numeric_columns_whose_stored_range_holds_it(bank) -> None:
+    """Range linking reads the database: a number inside a column's stored range links to it (in
+    the observation's third bit set), one beyond every range to
+    nothing, and a word that is not a number never."""
+    zoo, values = SCHEMAS["zoo"], bank.values["zoo"]
+    weight = zoo.column_slot("animals", "weight_kg")
+    low, high = values.ranges[weight]
+    middle = f"{(low + high) / 2:.0f}"
+    words = split_words(f"Which animals weigh more than {middle} kg?")
+    obs = encode_observation(words, zoo, values)
+    ranged = LAYOUT.view(obs, "question_links")[:, 2].astype(int)
+    at = words.index(middle)
+    assert weight in {b for b in range(COLUMN_SLOTS) if ranged[at] >> b & 1}
+    assert all(ranged[i] == 0 for i in range(len(words)) if i != at)
+    far = split_words(
+        f"Which animals weigh more than {int(10 * max(h for _, h in values.ranges.values()))} kg?"
+    )
+    assert not LAYOUT.view(encode_observation(far, zoo, values), "question_links")[:, 2].any()
+    assert values.range_links(["3", "kg", "1,200"])[1] == set()
 
 
 def test_a_copied_span_becomes_the_value_as_stored(bank) -> None:

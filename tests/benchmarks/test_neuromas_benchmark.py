@@ -1,0 +1,77 @@
+"""The NeuroMAS benchmark's v3 summary from per-run lines: the RL phase against its two controls,
+the networks against the monoliths, and the goals read off them (no training)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+from credit_helpers import load_benchmark, unload_benchmark
+
+
+@pytest.fixture(scope="module")
+def neuromas() -> Iterator[ModuleType]:
+    module = load_benchmark("neuromas")
+    yield module
+    unload_benchmark(module)
+
+
+def run(natural: float, cloned: float, more: float | None = None) -> dict[str, float]:
+    line = {
+        "heldout": natural,
+        "heldout_unseen_grammar": natural,
+        "natural": natural,
+        "cloned_heldout": cloned,
+        "cloned_natural": cloned,
+        "bc_epochs": 12,
+        "params": 10,
+        "live_params": 8,
+        "cpu_ms_per_question": 0.5,
+        "cpu_minutes": 1.0,
+        "env_steps": 100,
+    }
+    if more is not None:
+        line.update({"bc_more_heldout": more, "bc_more_natural": more, "rl_seconds": 60.0})
+    return line
+
+
+def test_the_v3_figures_and_goals_come_from_the_runs_lines(neuromas: ModuleType, tmp_path: Path) -> None:
+    runs = {
+        "neuromas5_every_cf": [run(0.80, 0.70, 0.72), run(0.82, 0.72, 0.73), run(0.84, 0.76, 0.70)],
+        "neuromas5_every_rl": [run(0.71, 0.70, 0.72), run(0.72, 0.72, 0.73), run(0.74, 0.76, 0.70)],
+        "monolithic_every": [run(0.60, 0.60), run(0.62, 0.62), run(0.64, 0.64)],
+    }
+    log = tmp_path / "v3.log"
+    log.write_text(
+        "".join(f"seed {s} {name} {json.dumps(r)}\n" for name, rs in runs.items() for s, r in enumerate(rs))
+        + "a line that is not a run\n"
+    )
+    result = neuromas.tabulate(neuromas.read_log(log), {"heldout_execution_accuracy": 0.1})
+    gain = result["rl_gain_over_cloning"]["neuromas5_every_cf"]["natural"]
+    assert gain["per_seed"] == pytest.approx([0.10, 0.10, 0.08])
+    versus_more = result["rl_vs_cloning_continued"]["neuromas5_every_cf"]["natural"]
+    assert versus_more["per_seed"] == pytest.approx([0.08, 0.09, 0.14])
+    assert "monolithic_every" not in result["rl_vs_cloning_continued"]  # it has no RL phase control
+    shared = result["counterfactual_vs_shared_reward"]["natural"]
+    assert shared["counterfactual"]["iqm"] > shared["shared"]["iqm"]
+    assert result["goals"]["rl_gain"] == {
+        "best_variant": "neuromas5_every_cf",
+        "natural_gain": gain["iqm"],
+        "ci95": gain["ci95"],
+        "met": True,
+    }
+    assert result["live_params"]["monolithic_every"] == 8
+    assert "network_vs_monolith" not in result  # no v3 network among the runs it compares
+    runs["neuromas7_every"] = runs.pop("neuromas5_every_rl")
+    log.write_text(
+        "".join(f"seed {s} {name} {json.dumps(r)}\n" for name, rs in runs.items() for s, r in enumerate(rs))
+    )
+    result = neuromas.tabulate(neuromas.read_log(log), {})
+    apart = result["network_vs_monolith"]["neuromas7_every"]
+    nat = result["natural_accuracy"]
+    difference = nat["neuromas7_every"]["iqm"] - nat["monolithic_every"]["iqm"]
+    assert apart["cis_apart"] and apart["natural_iqm_difference"] == pytest.approx(difference, abs=1e-4)
+    assert result["goals"]["network_vs_live_matched_monolith"]["met"]
