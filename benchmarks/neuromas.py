@@ -1,4 +1,4 @@
-"""NeuroMAS evidence on Text2SQL v2: held-out-schema and hand-written-question execution accuracy.
+"""NeuroMAS evidence on Text2SQL (v3): held-out-schema and hand-written-question execution accuracy.
 
 Every run goes through the same RLlib modules and learner as ``orchestrl train``, in process via
 ``InProcessTrainer`` (Ray is never started; one torch thread per run): behaviour cloning from the
@@ -52,8 +52,8 @@ Each learned figure is the IQM over seeds with a 95% stratified-bootstrap CI
 (:mod:`orchestrl.tracking.stats`); ``cpu_minutes`` is each run's process CPU time (training only).
 
 Run:
-    python benchmarks/neuromas.py --quick          # 1 seed, tiny budgets: the pipeline
-    python benchmarks/neuromas.py                  # 3 seeds, full budgets
+    python benchmarks/neuromas.py --quick          # 1 seed, tiny budgets: the pipeline (v3 variants)
+    python benchmarks/neuromas.py                  # 3 seeds, full budgets, the v3 variants (``V3``)
     python benchmarks/neuromas.py --long --variants neuromas5_reads_all --seeds 2 --jobs 2
                                                    # the language goal: 60 cloning epochs on 8,192 demos
     python benchmarks/neuromas.py --variants neuromas5 neuromas5_cut --seeds 2
@@ -61,8 +61,9 @@ Run:
     python benchmarks/neuromas.py --summarise run.err    # the figures of the runs an interrupted run
                                                          # finished (its stderr), each over its seeds
 
-Measured: ``benchmarks/RESULTS.md``, section "NeuroMAS on Text2SQL", from the full run's per-run
-lines (``benchmarks/logs/neuromas_v2_full.log``) through ``--summarise``.
+Measured: ``benchmarks/RESULTS.md``, sections "NeuroMAS on Text2SQL" (v2, its log
+``benchmarks/logs/neuromas_v2_full.log``) and "NeuroMAS v3 on Text2SQL" (``neuromas_v3_full.log``),
+each from the full run's per-run lines through ``--summarise``.
 """
 
 from __future__ import annotations
@@ -177,6 +178,18 @@ VARIANTS: dict[str, dict[str, Any]] = {
         "alternatives": 4,
     },
 }
+V3 = [
+    "neuromas5",
+    "neuromas5_every",
+    "neuromas7_every",
+    "monolithic_every",
+    "monolithic_compute",
+    "neuromas5_every_es",
+    "monolithic_every_es",
+    "neuromas5_every_rl",
+    "neuromas5_every_cf",
+]
+"""What a run without ``--variants`` trains: v3 and, as the baseline of the same run, v2's NeuroMAS-5."""
 RL_PHASE = {"rl_iterations": 16, "lr": 1e-4}
 """The variants whose RL phase is measured (``_rl``: the shared reward; ``_cf``: per-agent
 counterfactual credit): 16 PPO iterations at 1e-4 with an anchor to the cloned policy, and, in the
@@ -702,10 +715,10 @@ def summarise_log(path: Path, budget: Budget, mode: str) -> dict[str, Any]:
         baseline = blind_baseline(ev)
         counts = {"heldout": len(ev.test), "natural": len(ev.natural)}
     result = {
-        "benchmark": "neuromas_text2sql_v2",
+        "benchmark": "neuromas_text2sql_v3",
         "mode": mode,
         "budget": asdict(budget),
-        "partial": {"log": str(path), "variants_missing": [n for n in VARIANTS if n not in runs]},
+        "partial": {"log": str(path), "variants_missing": [n for n in V3 if n not in runs]},
         **tabulate(runs, baseline),
         "questions": counts,
     }
@@ -717,7 +730,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="1 seed, tiny budgets (under 4 minutes)")
     parser.add_argument("--long", action="store_true", help="the language goal's budget (LONG)")
-    parser.add_argument("--variants", nargs="*", default=list(VARIANTS), choices=list(VARIANTS))
+    parser.add_argument("--variants", nargs="*", default=V3, choices=list(VARIANTS))
     parser.add_argument("--seeds", type=int, default=None, help="override the number of seeds")
     parser.add_argument(
         "--first-seed", type=int, default=0, help="seeds first-seed .. first-seed + seeds - 1"
@@ -748,7 +761,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         baseline = blind_baseline(ev)
         counts = {"heldout": len(ev.test), "natural": len(ev.natural)}
     result: dict[str, Any] = {
-        "benchmark": "neuromas_text2sql_v2",
+        "benchmark": "neuromas_text2sql_v3",
         "mode": mode,
         "budget": asdict(budget),
         **tabulate({n: dict(zip(seeds, rs, strict=True)) for n, rs in runs.items()}, baseline),

@@ -405,6 +405,9 @@ def neuromas_part() -> list[str]:
     out = [
         "## NeuroMAS on Text2SQL",
         "",
+        "v2, measured before v3 changed the graph and the observation (numbers linked by range): "
+        "the code of that time gives these figures; today's gives the v3 section's.",
+        "",
         f"`benchmarks/neuromas.py` (full budget): each run clones the env's expert for "
         f"{budget.bc_epochs} epochs over {budget.bc_samples:,} demonstrations, then takes "
         f"{budget.rl_iterations} PPO iterations of {budget.rl_batch} env steps, in process, two runs "
@@ -608,13 +611,13 @@ def neuromas_v3_part() -> list[str]:
     ]
     out += table(header, rows)
     out += rl_phase_rows(result)
+    out.append("")
     for key, label in (
         ("network_vs_monolith", "against the live-matched monolith"),
         ("network_vs_compute_matched", "against the compute-matched monolith"),
     ):
         for name, v in result.get(key, {}).items():
             apart = "CIs apart" if v["cis_apart"] else "CIs not apart"
-            out.append("")
             out.append(
                 f"- {VARIANT_LABELS.get(name, name)} {label}: {v['natural_iqm_difference']:+.3f} "
                 f"hand-written (IQM difference), {apart}."
