@@ -27,7 +27,7 @@ Variants (every one with frozen all-MiniLM-L6-v2 WordPiece vectors and value lin
 - ``neuromas5_contextual``: ``neuromas5_reads_all`` with the question's words as the frozen MiniLM's
   contextual states (cached per question) instead of static piece vectors, with the CPU it costs.
 
-v3 (every node works; ``configs/neuromas_text2sql.yaml`` is ``neuromas5_every_es``):
+v3 (every node works; ``configs/neuromas_text2sql.yaml`` is ``neuromas5_every_es_rl``):
 
 - ``neuromas5_every`` / ``neuromas7_every``: every node reads the question, hidden ones through
   queries conditioned on their messages (``observe: every``), each with a rank-8 adapter, and the
@@ -36,7 +36,10 @@ v3 (every node works; ``configs/neuromas_text2sql.yaml`` is ``neuromas5_every_es
   parameters (those on some path to the actions); ``monolithic_compute``: the same width, its neuron
   applied five times (NeuroMAS-7's layers: the compute-matched control);
 - ``neuromas5_every_es`` / ``monolithic_every_es``: cloned to early stopping on the validation
-  split's schemas (twice the demonstrations, at most five times the epochs).
+  split's schemas (twice the demonstrations, at most five times the epochs);
+- ``neuromas5_every_rl`` / ``neuromas5_every_cf``: a measured RL phase (``RL_PHASE``) after the
+  budget's cloning, on the shared reward / with per-agent counterfactual credit
+  (``credit: counterfactual``); ``neuromas5_every_es_rl``: the same RL phase after early stopping.
 
 Every run also reports ``live_params``, ``cpu_ms_per_question`` (writing the test split's queries)
 and its accuracies right after cloning (``cloned_*``), so ``rl_gain_over_cloning`` is the PPO
@@ -170,6 +173,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "neuromas5_every_es": {"layers": [2, 2], **EVERY_NODE, **EARLY_STOPPING},
     "monolithic_every_es": {"monolithic": True, "sequential": True, **EARLY_STOPPING},
     "neuromas5_every_rl": {"layers": [2, 2], **EVERY_NODE, "anchor_coeff": 0.05},
+    "neuromas5_every_es_rl": {"layers": [2, 2], **EVERY_NODE, **EARLY_STOPPING, "anchor_coeff": 0.05},
     "neuromas5_every_cf": {
         "layers": [2, 2],
         **EVERY_NODE,
@@ -188,6 +192,7 @@ V3 = [
     "monolithic_every_es",
     "neuromas5_every_rl",
     "neuromas5_every_cf",
+    "neuromas5_every_es_rl",
 ]
 """What a run without ``--variants`` trains: v3 and, as the baseline of the same run, v2's NeuroMAS-5."""
 RL_PHASE = {"rl_iterations": 16, "lr": 1e-4}

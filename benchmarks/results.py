@@ -335,6 +335,7 @@ VARIANT_LABELS = {
     "monolithic_every_es": "live-matched monolith, cloned to early stopping",
     "neuromas5_every_rl": "NeuroMAS-5 v3, 16 PPO iterations on the shared reward",
     "neuromas5_every_cf": "NeuroMAS-5 v3, 16 PPO iterations with per-agent counterfactual credit",
+    "neuromas5_every_es_rl": "NeuroMAS-5 v3, cloned to early stopping, then 16 PPO iterations (shipped)",
 }
 NEUROMAS_V3_LOG = "neuromas_v3_full.log"
 NEUROMAS_V3_BASELINE = "neuromas_v3_full.json"
@@ -566,6 +567,8 @@ def neuromas_v3_part() -> list[str]:
                 "monolithic_every monolithic_compute neuromas5_every_es monolithic_every_es "
                 "2> benchmarks/logs/neuromas_v3_full.log",
                 "python benchmarks/neuromas.py --variants neuromas5_every_rl neuromas5_every_cf "
+                "2>> benchmarks/logs/neuromas_v3_full.log",
+                "python benchmarks/neuromas.py --variants neuromas5_every_es_rl "
                 "2>> benchmarks/logs/neuromas_v3_full.log",
             ],
         ),

@@ -19,8 +19,9 @@ from orchestrl.training.inprocess import InProcessTrainer
 
 @pytest.fixture(scope="session")
 def checkpoint(tmp_path_factory: pytest.TempPathFactory, bank_dir: Path) -> Path:
-    """A small NeuroMAS-3 cloned from the expert on "how many ..." questions (about 20 s), in a run
-    folder laid out as ``orchestrl train`` lays it out (config.yaml, checkpoints/iter_000001)."""
+    """A small NeuroMAS-3 of the shipped kind (every node reads, the composer decides after the
+    extractor) cloned from the expert on "how many ..." questions (about 20 s), in a run folder laid
+    out as ``orchestrl train`` lays it out (config.yaml, checkpoints/iter_000001)."""
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     root = tmp_path_factory.mktemp("ask_team")
@@ -38,6 +39,9 @@ def checkpoint(tmp_path_factory: pytest.TempPathFactory, bank_dir: Path) -> Path
             "embed_dim": 32,
             "word_vectors": True,
             "bc_token_dropout": 0.0,
+            "observe": "every",
+            "sequential": True,
+            "adapter_rank": 4,
         },
         "warm_start": {"episodes": 384, "epochs": 8, "batch_size": 32, "lr": 0.003},
         "model": {"hidden": [32]},
