@@ -303,7 +303,10 @@ def test_start_refuses_a_host_beyond_loopback_without_a_token(team: ServedTeam) 
 
 
 def test_an_endpoint_not_marked_concurrent_answers_one_request_at_a_time(slow: ServedTeam) -> None:
-    router = router_of(slow, concurrency=2, timeout_s=0.5)
+    # Three slots: the second request's work (waiting for the endpoint's lock until its deadline)
+    # may still hold its slot for a moment after its 504 is sent (slots are freed when work ends,
+    # by design), and /act must find one free then. With two, a loaded machine answered it 503.
+    router = router_of(slow, concurrency=3, timeout_s=0.5)
     calls: list[float] = []
     original = SlowEndpoint.__call__
 
