@@ -1,6 +1,6 @@
-"""NeuroMAS v3's graph: every node reads the task, the composer decides knowing the extractor's
-choices, parameters are counted where they work, and the compute-matched monolith repeats its
-neuron."""
+"""NeuroMAS v3's graph on Text2SQL: the composer decides knowing the extractor's choices (its value
+pointer biased by the chosen WHERE column's value links), acting and learning agree on the
+log-probability, and parameters are counted where they work."""
 
 from __future__ import annotations
 
@@ -12,12 +12,9 @@ import torch
 import tree
 from neuromas_helpers import small_experiment
 from ray.rllib.core.columns import Columns
-from test_topology import changed_nodes, net, observations
 
 from orchestrl.algorithms.neuromas.encoders import POINTS_AT, REL_VALUE_OF_COLUMN
-from orchestrl.algorithms.neuromas.network import NetConfig, NeuromasNet
 from orchestrl.algorithms.neuromas.team_env import TEAM, NeuromasTeamEnv
-from orchestrl.algorithms.neuromas.topology import Topology
 from orchestrl.envs.text2sql.actions import COMPONENTS, COMPOSER, EXTRACTOR, NVEC
 from orchestrl.experiment.builder import build_ppo_config
 from orchestrl.experiment.config import validate_config
@@ -42,27 +39,6 @@ def team_batch(t2s_data_dir: Path) -> dict:
         env.close()
     batch = tree.map_structure(lambda x: torch.as_tensor(np.asarray(x))[None], obs[TEAM])
     return {"obs": batch, "expert": torch.as_tensor(np.asarray(expert))[None].long()}
-
-
-def test_with_observe_every_hidden_nodes_read_the_task() -> None:
-    """Messages cut, so only reading can carry a change: under ``every`` the hidden nodes move with
-    an input agent's observation, under ``all`` they do not."""
-    assert changed_nodes(net("none", observe="every"), "a") == {"a", "h1.0", "h1.1"}
-    assert changed_nodes(net("none", observe="all"), "a") == {"a"}
-
-
-def test_the_compute_matched_monolith_applies_its_neuron_once_per_layer() -> None:
-    spec = net("none").spec
-    obs = observations()
-    states, sizes = [], []
-    for repeats in (1, 3):
-        torch.manual_seed(0)
-        cfg = NetConfig(dim=16, heads=2, hidden=(16,), messages="none", repeats=repeats)
-        model = NeuromasNet(spec, Topology.monolithic(list(spec.agents)), cfg).eval()
-        states.append(model(obs).states)
-        sizes.append(sum(p.numel() for p in model.parameters()))
-    assert sizes[0] == sizes[1]
-    assert not torch.allclose(states[0], states[1])  # the same weights, a deeper computation
 
 
 def _split(logits: torch.Tensor) -> dict[str, torch.Tensor]:

@@ -1,4 +1,5 @@
-"""Message passing follows the topology: a node only hears its ancestors."""
+"""Message passing follows the topology: a node only hears its ancestors; what each node reads
+(``observe``); the compute-matched monolith."""
 
 from __future__ import annotations
 
@@ -122,3 +123,23 @@ def test_with_observe_inputs_a_later_agent_knows_the_task_only_from_messages() -
     before = model(obs).env_logits
     obs["c"] = obs["c"] * 3
     assert torch.equal(model(obs).env_logits, before)
+
+
+def test_with_observe_every_hidden_nodes_read_the_task() -> None:
+    """Messages cut, so only reading can carry a change: under ``every`` the hidden nodes move with
+    an input agent's observation, under ``all`` they do not."""
+    assert changed_nodes(net("none", observe="every"), "a") == {"a", "h1.0", "h1.1"}
+    assert changed_nodes(net("none", observe="all"), "a") == {"a"}
+
+
+def test_the_compute_matched_monolith_applies_its_neuron_once_per_layer() -> None:
+    obs = observations()
+    states, sizes = [], []
+    for repeats in (1, 3):
+        torch.manual_seed(0)
+        cfg = NetConfig(dim=16, heads=2, hidden=(16,), messages="none", repeats=repeats)
+        model = NeuromasNet(SPEC, Topology.monolithic(list(AGENTS)), cfg).eval()
+        states.append(model(obs).states)
+        sizes.append(sum(p.numel() for p in model.parameters()))
+    assert sizes[0] == sizes[1]
+    assert not torch.allclose(states[0], states[1])  # the same weights, a deeper computation
