@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -18,12 +19,14 @@ from orchestrl.experiment.config import validate_config
 
 SPEC = TeamSpec(("in", "out"), {"in": 6, "out": 6}, {"in": 0, "out": 0}, {"in": (4,), "out": (2, 3)})
 CFG = NetConfig(dim=16, heads=2, hidden=(16,), adapter_rank=3)
+V3 = dataclasses.replace(CFG, observe="every", sequential=True)
+"""v3's graph: every node reads, the output agent decides knowing the input agent's action."""
 
 
-def trained(layers: list[int], seed: int) -> NeuromasNet:
+def trained(layers: list[int], seed: int, cfg: NetConfig = CFG) -> NeuromasNet:
     """A net whose every parameter is moved away from its initialisation."""
     torch.manual_seed(seed)
-    model = NeuromasNet(SPEC, Topology.layered(["in"], layers, ["out"]), CFG)
+    model = NeuromasNet(SPEC, Topology.layered(["in"], layers, ["out"]), cfg)
     with torch.no_grad():
         for p in model.parameters():
             p.add_(torch.randn_like(p))
@@ -52,8 +55,10 @@ def test_growing_5_into_7_copies_every_trained_node_and_shared_weight_exactly() 
             assert torch.equal(value, small_state[key]), key
 
 
-def test_deepening_is_exact_the_grown_team_acts_as_the_trained_one() -> None:
-    small, big = trained([2, 2], seed=0), trained([2, 2, 2], seed=1)
+@pytest.mark.parametrize("cfg", [CFG, V3], ids=["v2", "v3"])
+def test_deepening_is_exact_the_grown_team_acts_as_the_trained_one(cfg: NetConfig) -> None:
+    """Exact in v3 too: a relay's message is its lane's whatever the task it now reads says."""
+    small, big = trained([2, 2], seed=0, cfg=cfg), trained([2, 2, 2], seed=1, cfg=cfg)
     grow(big, small, noise=0.01)
     for name in ("h3.0", "h3.1"):  # relays: pass their lane's message on, add none of their own
         assert rows(big, "message_mix", name).tolist() == [0.0, 1.0]
