@@ -202,6 +202,12 @@ def replay_episode(
     return records
 
 
+def runner_rng(env_runner: EnvRunner) -> np.random.Generator:
+    """A replay generator of its own per env runner: the experiment's seed and the runner's index."""
+    seed = (env_runner.config.seed or 0) * 1000 + int(getattr(env_runner, "worker_index", 0) or 0)
+    return np.random.default_rng(seed)
+
+
 def counterfactual_env(vector_env: Any, env_index: int) -> Any:
     """The PettingZoo env behind sub-env ``env_index`` of an env runner's vector env."""
     sub = vector_env.envs[env_index].unwrapped
@@ -235,8 +241,7 @@ class ReplayCallbacks(RLlibCallback):
                 "ReplayCallbacks has no ReplaySettings: register ReplayCallbacks.with_settings(...) "
                 "as the callbacks class (see configure_lemon)"
             )
-        seed = (env_runner.config.seed or 0) * 1000 + int(getattr(env_runner, "worker_index", 0) or 0)
-        self.rng = np.random.default_rng(seed)
+        self.rng = runner_rng(env_runner)
         settings = self.settings
         self.sampler = FamilySampler(settings.families, settings.floor, settings.decay, self.rng)
 

@@ -91,7 +91,7 @@ def behaviour_cloning(
             obs, actions = demos.batch(index)
             actions = actions[:, :env_components]
             batch = {Columns.OBS: obs}
-            given = torch.as_tensor(actions) if module.sequential else None  # teacher forcing
+            given = actions if module.sequential else None  # teacher forcing
             out = module.run_graph(batch, mode, token_dropout=token_dropout, actions=given)
             bc = -dist_cls.from_logits(out.env_logits).logp(actions).mean()
             fits = {"value": F.mse_loss(values(module, batch, out), torch.as_tensor(demos.returns[index]))}
@@ -112,10 +112,7 @@ def behaviour_cloning(
             break
         if validation is None:
             continue
-        score = (
-            agreement(module, validation, env_components),
-            agreement(module, validation, env_components, 1),
-        )
+        score = agreement(module, validation, env_components)
         history["validation_agreement"].append(score[0])
         module.train()
         if best is None or score > best[0]:  # ties on whole actions go to more components right
@@ -129,11 +126,11 @@ def behaviour_cloning(
     return history
 
 
-def agreement(module: Any, demos: Demonstrations, env_components: int, per: int | None = None) -> float:
-    """The share of ``demos`` whose every env component the greedy team chooses as the expert did
-    (``per=1``: the share of components)."""
+def agreement(module: Any, demos: Demonstrations, env_components: int) -> tuple[float, float]:
+    """How the greedy team agrees with the expert on ``demos``: the share of demonstrations whose
+    every env component it chooses as the expert did, and the share of components (one pass)."""
     module.eval()
-    hits = []
+    same = []
     with torch.no_grad():
         for start in range(0, len(demos), 256):
             obs, actions = demos.batch(slice(start, start + 256))
@@ -141,9 +138,9 @@ def agreement(module: Any, demos: Demonstrations, env_components: int, per: int 
             chosen = out.actions
             if chosen is None:
                 chosen = module.env_action_dist_cls().from_logits(out.env_logits).to_deterministic().sample()
-            same = chosen == actions[:, :env_components]
-            hits.append(same.float().mean(-1) if per == 1 else same.all(-1).float())
-    return float(torch.cat(hits).mean())
+            same.append(chosen == actions[:, :env_components])
+    matches = torch.cat(same)
+    return float(matches.all(-1).float().mean()), float(matches.float().mean())
 
 
 def values(module: Any, batch: dict[str, Any], out: Any) -> torch.Tensor:

@@ -45,7 +45,13 @@ from ray.rllib.callbacks.callbacks import RLlibCallback
 from ray.rllib.connectors.connector_v2 import ConnectorV2
 from ray.rllib.core.columns import Columns
 
-from orchestrl.algorithms.lemon.replay import CF_METRIC, alternative_action, counterfactual_env, softmax
+from orchestrl.algorithms.lemon.replay import (
+    CF_METRIC,
+    alternative_action,
+    counterfactual_env,
+    runner_rng,
+    softmax,
+)
 from orchestrl.algorithms.neuromas.team_env import TEAM
 from orchestrl.envs.counterfactual import CounterfactualEnv, Edit
 
@@ -132,8 +138,7 @@ class TeamCreditCallbacks(RLlibCallback):
                 "TeamCreditCallbacks has no settings: register TeamCreditCallbacks.with_settings(...)"
             )
         if self.rng is None:
-            seed = (env_runner.config.seed or 0) * 1000 + int(getattr(env_runner, "worker_index", 0) or 0)
-            self.rng = np.random.default_rng(seed)
+            self.rng = runner_rng(env_runner)
         team_env = counterfactual_env(env, env_index)
         spec = team_env.counterfactual_spec()
         if spec is None:
