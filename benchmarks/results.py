@@ -450,27 +450,7 @@ def neuromas_part() -> list[str]:
                 f"{cpu['mean']:.1f} / {cpu['max']:.1f}",
             ]
         )
-    blind = result["blind_baseline"]
-    for label, entry in (
-        ("blind baseline: expert extractor, the most common expert composer action", blind),
-        (
-            "blind baseline: expert extractor, each composer component's most common value",
-            blind["per_component_mode"],
-        ),
-    ):
-        rows.append(
-            [
-                label,
-                "",
-                f"{entry['heldout_execution_accuracy']:.3f}",
-                "",
-                "",
-                f"{entry['natural_accuracy']:.3f}",
-                "",
-                "",
-                "",
-            ]
-        )
+    rows += blind_baseline_rows(result["blind_baseline"], columns=9, heldout_at=2, natural_at=5)
     header = [
         "variant",
         "seeds",
@@ -493,6 +473,26 @@ def neuromas_part() -> list[str]:
     out += ["", "The checks the benchmark computes (`goals` in `benchmarks/neuromas.py`):", ""]
     out += neuromas_goals(result["goals"])
     return [*out, ""]
+
+
+def blind_baseline_rows(
+    blind: dict[str, Any], *, columns: int, heldout_at: int, natural_at: int
+) -> list[list[str]]:
+    """The two blind baselines (the trivial policy the cut variants fall to) as table rows: their
+    held-out and hand-written accuracies in the given columns, the rest empty."""
+    rows = []
+    for label, entry in (
+        ("blind baseline: expert extractor, the most common expert composer action", blind),
+        (
+            "blind baseline: expert extractor, each composer component's most common value",
+            blind["per_component_mode"],
+        ),
+    ):
+        row = [label] + [""] * (columns - 1)
+        row[heldout_at] = f"{entry['heldout_execution_accuracy']:.3f}"
+        row[natural_at] = f"{entry['natural_accuracy']:.3f}"
+        rows.append(row)
+    return rows
 
 
 def rl_phase_rows(result: dict[str, Any]) -> list[str]:
@@ -612,6 +612,7 @@ def neuromas_v3_part() -> list[str]:
         "CPU ms per question",
         "CPU min per run (mean / max)",
     ]
+    rows += blind_baseline_rows(result["blind_baseline"], columns=len(header), heldout_at=2, natural_at=3)
     out += table(header, rows)
     out += rl_phase_rows(result)
     out.append("")
