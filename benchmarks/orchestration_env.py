@@ -49,6 +49,9 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from probe import linear_probe
 
 FULL = {"train_tasks": 2000, "heldout_tasks": 200, "random_teams": 20, "plan_limit": 150}
 AT_K = (1, 2, 3, 5, 10, 50)
@@ -113,7 +116,7 @@ def level_figures(
             train_y.append(actions[agent])
     train.close()
     close_shared_pool()
-    probe = _probe(np.array(train_x), np.array(train_y), np.array(test_x), np.array(test_y))
+    probe = linear_probe(np.array(train_x), np.array(train_y), np.array(test_x), np.array(test_y))
     return {
         "random_team_success": float(np.mean(lucky)),
         "solver_success": float(np.mean(solved)),
@@ -134,32 +137,6 @@ def _uniform(layout: Any, task: Any, slot: int, rng: np.random.Generator) -> np.
     mask = layout.mask(task, slot)
     parts = np.split(mask, np.cumsum(layout.nvec)[:-1])
     return np.array([int(rng.choice(np.flatnonzero(p))) for p in parts], dtype=np.int64)
-
-
-def _probe(train_x: np.ndarray, train_y: np.ndarray, test_x: np.ndarray, test_y: np.ndarray) -> dict:
-    """Logistic regression per action component (standardised inputs), joint and per-component
-    accuracy on the held-out agents, next to the most frequent training action."""
-    from sklearn.linear_model import LogisticRegression
-    from sklearn.preprocessing import StandardScaler
-
-    scaler = StandardScaler().fit(train_x)
-    xs, xt = scaler.transform(train_x), scaler.transform(test_x)
-    predicted, constant = [], []
-    for c in range(train_y.shape[1]):
-        values, counts = np.unique(train_y[:, c], return_counts=True)
-        constant.append(np.full(len(test_y), values[np.argmax(counts)]))
-        if len(values) == 1:
-            predicted.append(constant[-1])
-            continue
-        model = LogisticRegression(max_iter=300, C=1.0)
-        predicted.append(model.fit(xs, train_y[:, c]).predict(xt))
-    hits = np.stack(predicted, 1) == test_y
-    const_hits = np.stack(constant, 1) == test_y
-    return {
-        "linear_probe_accuracy": float(hits.all(1).mean()),
-        "linear_probe_component_accuracy": [float(v) for v in hits.mean(0)],
-        "constant_baseline_accuracy": float(const_hits.all(1).mean()),
-    }
 
 
 def main(argv: list[str] | None = None) -> dict:

@@ -24,9 +24,11 @@ first rows of the wanted table (``target_example.csv``) and the whole wanted tab
 - ``solver_executions_per_case``: sandbox executions of whole pipelines (the synthesiser searches
   in process on the public inputs and runs its answer once);
 - ``seconds_per_case``: wall time of ``plan`` per case;
-- ``env_vs_files_gap``: on ``--tasks`` generated held-out tasks per level, the synthesiser's
-  success (output equals the hidden target) on the env's in-memory tables minus its success on
-  the same tables after a CSV round trip (what a user's export looks like to ``plan``).
+- ``env_vs_files_gap``: on ``--tasks`` generated held-out tasks per level (and of the planning env,
+  ``planning``), the synthesiser's success (output equals the hidden target) on the env's in-memory
+  tables minus its success on the same tables after a CSV round trip (what a user's export looks
+  like to ``plan``). A planning team's observation of a task through CSV files is the env's
+  (``tests/envs/orchestration/test_planning_env.py``).
 
 Run:
     python benchmarks/plan.py                                  # the synthesiser alone (both corpora)
@@ -177,8 +179,25 @@ def env_gap(tasks: int, levels: list[int]) -> dict[str, Any]:
                 else:
                     env_hits += hit
         per_level[str(level)] = {"env": env_hits / tasks, "files": file_hits / tasks}
+    per_level["planning"] = planning_gap(tasks)
     gaps = [v["env"] - v["files"] for v in per_level.values()]
     return {"env_vs_files_gap": max(gaps, default=0.0), "env_solver_success": per_level}
+
+
+def planning_gap(tasks: int) -> dict[str, float]:
+    """The same for the planning env's generated held-out tasks (``orchestration_planning``)."""
+    from orchestrl.envs.orchestration.planning.env import same_output
+    from orchestrl.envs.orchestration.planning.grammar import generate
+
+    hits = {False: 0, True: 0}
+    for seed in range(tasks):
+        task = generate("heldout", seed)
+        for files in (False, True):
+            sources = {n: as_user_would(f) if files else f for n, f in task.sources.items()}
+            examples = as_user_would(task.examples) if files else task.examples
+            spec = synthesise(sources, examples).spec
+            hits[files] += spec is not None and same_output(run_spec(task.sources, spec).output, task.target)
+    return {"env": hits[False] / tasks, "files": hits[True] / tasks}
 
 
 def main() -> None:

@@ -1065,6 +1065,41 @@ def orchestration_env_section(d: dict[str, Any]) -> list[str]:
     ]
 
 
+def team_name(checkpoint: str) -> str:
+    """``experiment `name`, run `id`, iter_N`` of a checkpoint folder under ``experiments/``, or the
+    Tune run of a curriculum trial's."""
+    parts = Path(checkpoint).parts
+    if "experiments" in parts:
+        i = parts.index("experiments")
+        return f"checkpoint `{parts[-1]}` of run `{parts[i + 2]}` of `{parts[i + 1]}`"
+    return f"checkpoint of run `{parts[-5]}`"
+
+
+def planning_section(d: dict[str, Any]) -> list[str]:
+    def rate(r: dict[str, Any]) -> str:
+        return f"{r['mean']:.2f} {ci(r['ci'], 2)}"
+
+    rows = [
+        ["the synthesiser (search on the public inputs, 1 execution)", rate(d["solver_success"])],
+        ["every agent its list's first option", rate(d["first_option_team_success"])],
+        ["every agent an option at random", rate(d["random_team_success"])],
+    ]
+    for name, team in d["teams"].items():
+        for k, r in team["team_success_at_k"].items():
+            rows.append([f"team {team.get('label', team_name(name))}, after {k} round(s)", rate(r)])
+    return [
+        f"The planning env's generated held-out tasks ({d['tasks']}, split `heldout`): the share whose "
+        "output is the whole hidden wanted table [95% bootstrap CI over tasks]. A team spends one "
+        "scored execution per round. How much one agent's first observation gives away: a linear "
+        f"probe to its label (fit on {d['probe_tasks']} training tasks) gets the whole team's "
+        f"decisions right on **{d['linear_probe_accuracy']:.2f}** of the held-out tasks "
+        f"({d['linear_probe_agent_accuracy']:.2f} of agents); each agent's most frequent label, "
+        f"**{d['constant_baseline_accuracy']:.2f}** ({d['constant_baseline_agent_accuracy']:.2f} of agents).",
+        "",
+        *table(["team", "success"], rows),
+    ]
+
+
 def plan_section(d: dict[str, Any]) -> list[str]:
     rows, misses = [], []
     for name, c in d.items():
@@ -1093,9 +1128,10 @@ def plan_section(d: dict[str, Any]) -> list[str]:
         "*Exact*: the plan's output is the whole wanted table, which `plan` never sees (it gets a "
         "few example rows and the case's description, the user's words, as `plan --description`); "
         "*examples only*: the same without the description. "
-        "*Team exact*: the checkpoint's own spec, no fallback"
+        "*Team exact*: a planning team's own spec (env `orchestration_planning`, "
+        "`configs/lemon_planning.yaml`), no fallback"
         + (
-            f" (checkpoint of run `{Path(d['checkpoint']).parts[-5]}`, "
+            f" ({team_name(d['checkpoint'])}, "
             f"{d['heldout'].get('team_executions_per_case', 0):.0f} scored executions per case)."
             if d.get("checkpoint")
             else "; no team was measured."
@@ -1192,10 +1228,19 @@ SAVED = (
     Saved(
         "plan.json",
         "Planning on users' exports",
-        "python benchmarks/plan.py --tasks 10 --levels 1 2 --checkpoint <make demo's final checkpoint>"
-        " > benchmarks/results/plan.json",
+        "python benchmarks/plan.py --tasks 10 --levels 1 2 --checkpoint <iter_000006 of orchestrl train"
+        " configs/lemon_planning.yaml> > benchmarks/results/plan.json",
         "python benchmarks/plan.py                         # levels 1-4, 20 generated tasks each",
         plan_section,
+    ),
+    Saved(
+        "planning.json",
+        "LEMON planning team",
+        "ORCHESTRL_TASK_STORE=<the run's task store> python benchmarks/planning.py --tasks 150"
+        " --probe-tasks 600 --checkpoint <iter_000002> --checkpoint <iter_000006 of orchestrl train"
+        " configs/lemon_planning.yaml> --out benchmarks/results/planning.json",
+        "python benchmarks/planning.py --quick             # 12 held-out tasks, 30 probe tasks",
+        planning_section,
     ),
     Saved(
         "tracking_outage.json",
@@ -1234,8 +1279,7 @@ NOT_BENCHMARKED = (
     "No saved benchmark output covers the matrix game (`matrix_game`, exact counterfactuals: its "
     "checks are tests, `tests/algorithms/`), learning on MPE (`python benchmarks/credit.py --envs "
     "simple_spread` compares the algorithms on simple_spread; the speaker-listener and reference "
-    "envs have no benchmark), scaling on a multi-node cluster (`benchmarks/scaling.py`), a trained "
-    "team's own plans on CSV files (`benchmarks/plan.py --checkpoint`), COMA's critic heads "
+    "envs have no benchmark), scaling on a multi-node cluster (`benchmarks/scaling.py`), COMA's critic heads "
     "(`benchmarks/coma_heads.py`), or training through the `orchestrl train` / `sweep` / "
     "`curriculum` commands themselves (each prints its figures and logs them to MLflow; "
     "`orchestrl report` compares runs). Save a benchmark's output under `benchmarks/results/` and "

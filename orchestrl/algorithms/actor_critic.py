@@ -68,7 +68,10 @@ class ActorCriticModule(TorchRLModule, ValueFunctionAPI, InferenceOnlyAPI):
     """Decentralised actor + local or centralised critic.
 
     ``model_config`` keys: ``hidden`` (list[int]), ``critic_hidden`` (list[int] | None),
-    ``activation``, ``critic`` ("local" | "central"), ``state_dim`` (int, central only).
+    ``activation``, ``critic`` ("local" | "central"), ``state_dim`` (int, central only),
+    ``candidate_features`` (int | None: the observation ends with one row of that many features
+    per choice of a one-component action; the actor scores each row, with the part before the
+    rows, by one shared MLP).
     """
 
     def setup(self) -> None:
@@ -77,7 +80,19 @@ class ActorCriticModule(TorchRLModule, ValueFunctionAPI, InferenceOnlyAPI):
         activation = cfg.get("activation", "tanh")
         self.logit_lens = action_logit_lens(self.action_space)
         obs_dim = flat_obs_dim(self.observation_space)
-        self.actor = mlp([obs_dim, *hidden, sum(self.logit_lens)], activation, out_gain=0.01)
+        self.row_features = cfg.get("candidate_features")
+        if self.row_features:
+            self.context_dim = obs_dim - self.logit_lens[0] * int(self.row_features)
+            if len(self.logit_lens) != 1 or self.context_dim < 0:
+                raise ValueError(
+                    f"model.candidate_features: {self.row_features} features per choice need a "
+                    f"one-component action and an observation of at least {self.logit_lens[0]} rows of "
+                    f"them ({obs_dim} values)"
+                )
+            rows_in = self.context_dim + int(self.row_features)
+            self.actor = mlp([rows_in, *hidden, 1], activation, out_gain=0.01)
+        else:
+            self.actor = mlp([obs_dim, *hidden, sum(self.logit_lens)], activation, out_gain=0.01)
         self.critic_kind = cfg.get("critic", "local")
         if not self.inference_only:
             critic_in = int(cfg["state_dim"]) if self.critic_kind == "central" else obs_dim
@@ -87,9 +102,17 @@ class ActorCriticModule(TorchRLModule, ValueFunctionAPI, InferenceOnlyAPI):
     def _logits(self, batch: dict[str, Any]) -> torch.Tensor:
         obs = batch[Columns.OBS]
         if isinstance(obs, dict):
-            logits = self.actor(obs[OBS_KEY].float())
+            logits = self._actor(obs[OBS_KEY].float())
             return logits.masked_fill(obs[MASK_KEY] < 0.5, MASKED_LOGIT)
-        return self.actor(obs.float())
+        return self._actor(obs.float())
+
+    def _actor(self, x: torch.Tensor) -> torch.Tensor:
+        if not self.row_features:
+            return self.actor(x)
+        context, rows = x[..., : self.context_dim], x[..., self.context_dim :]
+        rows = rows.reshape(*x.shape[:-1], self.logit_lens[0], int(self.row_features))
+        context = context.unsqueeze(-2).expand(*rows.shape[:-1], self.context_dim)
+        return self.actor(torch.cat([context, rows], dim=-1)).squeeze(-1)
 
     def _forward(self, batch: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
         return {Columns.ACTION_DIST_INPUTS: self._logits(batch)}

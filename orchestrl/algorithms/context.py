@@ -25,6 +25,11 @@ class ModelSection(BaseModel):
     hidden: list[int] = Field(default_factory=lambda: [64, 64], min_length=1)
     critic_hidden: list[int] | None = None
     activation: Literal["tanh", "relu", "silu"] = "tanh"
+    candidate_features: int | None = Field(None, ge=1)
+    """When set, the observation ends with one row of this many features per choice of a
+    one-component action, and the actor scores every row with one shared network (a pointer over
+    the options, in the spirit of Vinyals et al. 2015), so what it learns of one slot holds for
+    every slot."""
 
 
 class WarmStartSection(BaseModel):

@@ -65,6 +65,7 @@ def with_actor_critic_modules(
         "activation": model.activation,
         "critic": critic,
         "state_dim": state_dim,
+        "candidate_features": model.candidate_features,
         **(extra_model_config or {}),
     }
     policies = {

@@ -174,6 +174,19 @@ ENVS: dict[str, EnvEntry] = {
             run_dir_env={TASK_STORE_VAR: "cache/tasks"},
         ),
         EnvEntry(
+            name="orchestration_planning",
+            factory="orchestrl.envs.orchestration.planning.env:PlanningEnv",
+            summary=(
+                "LEMON on exports as people bring them: one agent per decision of the synthesiser's "
+                "proposer (each table's cleaning, the joins, two filters); the pipeline runs in the sandbox"
+            ),
+            family="orchestration",
+            horizon_key="rounds",
+            default_horizon=2,
+            endpoints=("orchestrl.apps.orchestration.plan:PlanEndpoint",),
+            commands={"plan": "orchestrl.apps.orchestration.cli:plan_command"},
+        ),
+        EnvEntry(
             name="text2sql",
             factory="orchestrl.envs.text2sql.env:Text2SQLEnv",
             summary="NeuroMAS showcase: a team turns a question into SQL, scored on real SQLite",

@@ -18,6 +18,8 @@ def small_kwargs(name: str, tmp_path: Path) -> dict[str, Any]:
     family = ENVS[name].family
     if family == "mpe":
         return {"max_cycles": 10}
+    if name == "orchestration_planning":
+        return {"task_pool": 3}
     if family == "orchestration":
         return {"level": 1}
     if family == "text2sql":

@@ -84,3 +84,19 @@ def write_public_inputs(task: Any, folder: Path) -> tuple[list[str], Path]:
         args.append(f"{name}={folder / f'{name}.csv'}")
     task.public.examples.to_csv(folder / "target_example.csv", index=False)
     return args, folder / "target_example.csv"
+
+
+def planning_team(run_dir: Path, episodes: int = 24) -> Path:
+    """The checkpoint of a planning team (``orchestration_planning``): the generator's decisions
+    cloned on ``episodes`` training tasks through the shared option scorer."""
+    data = tiny("ippo", "orchestration_planning")
+    data["name"] = "planning_team"
+    data["env"]["kwargs"] = {"rounds": 2, "task_pool": 40}
+    data["algorithm"]["share_policy"] = True
+    data["model"] = {"hidden": [64], "candidate_features": 38}
+    data["warm_start"] = {"episodes": episodes, "epochs": 20, "batch_size": 32}
+    trainer = InProcessTrainer(build_ppo_config(validate_config({**data, "run_dir": str(run_dir)})))
+    try:
+        return write_run(run_dir, data, trainer)
+    finally:
+        trainer.stop()

@@ -1,14 +1,15 @@
 """``orchestrl plan`` and ``POST /plan``: a trained LEMON team writes a pipeline for a user's own tables.
 
-The user brings what the orchestration env calls public inputs
-(:mod:`orchestrl.envs.orchestration.byexample`): source tables (the fact table first, the table
-every other one joins to) and a few rows of the table they want, whose columns are its schema. The
-team sees them exactly as it saw a training task's:
-:func:`~orchestrl.envs.orchestration.byexample.public_task` proposes the candidate duties from them,
-the env (rebuilt from the run's config) observes them, and the checkpoint's greedy policy
-(:class:`~orchestrl.experiment.policy.TrainedPolicy`) writes one node per agent. The spec runs in
-the sandbox and is checked against the example rows: the right columns and every example row in the
-output.
+The user brings what the orchestration envs call public inputs: source tables (the fact table
+first, the table every other one joins to) and a few rows of the table they want, whose columns are
+its schema. The team sees them exactly as it saw a training task's. A planning team
+(``orchestration_planning``, :mod:`orchestrl.envs.orchestration.planning`) gets them through the
+env's own ``files_task``: the synthesiser's proposer lists each agent's options from them, as it
+did for every generated task. A level team (``orchestration``) gets them through
+:func:`~orchestrl.envs.orchestration.byexample.public_task`, which proposes the level's candidate
+duties. The env (rebuilt from the run's config) observes them, and the checkpoint's greedy policy
+(:class:`~orchestrl.experiment.policy.TrainedPolicy`) writes the spec. The spec runs in the sandbox
+and is checked against the example rows: the right columns and every example row in the output.
 
 - **Every round.** The team plays its rounds as in training: after round 1 each agent sees its own
   node's outcome and how the output compares with the example rows (the env's round-2 feedback).
@@ -25,10 +26,10 @@ output.
 - **In words.** The user may say what they want (``description``). The synthesiser reads the
   values, bounds ("3 hours or more") and columns ("no count") it names as filters the example rows
   cannot show (:mod:`~orchestrl.envs.orchestration.synthesis.request`); the team does not read it.
-- **Limits** (:func:`limits_for`): the tables, target columns and example rows the team's observation
-  has room for at its level, and the table size :data:`MAX_ROWS`/:data:`MAX_COLUMNS` this command
-  accepts so that one sandbox job stays within its CPU budget. Input beyond them is refused with
-  one line naming the limit; nothing is written.
+- **Limits** (:func:`limits_for`): the tables, target columns and example rows a level team's
+  observation has room for (a planning team takes what the synthesiser takes), and the table size
+  :data:`MAX_ROWS`/:data:`MAX_COLUMNS` this command accepts so that one sandbox job stays within
+  its CPU budget. Input beyond them is refused with one line naming the limit; nothing is written.
 
 Passing the examples is what can be checked without a hidden target: several pipelines may hold
 every example row and still differ on rows the examples do not show.
@@ -242,7 +243,8 @@ class Planner:
                 )
             self.env = RegisteredEnv(env_config(env_name, dict(env_kwargs or {}), agent_id_in_obs))
             self.raw = self.env.raw_env
-            self.level = int(self.raw.level)
+            level = getattr(self.raw, "level", None)  # a planning team takes any export
+            self.level = int(level) if level is not None else None
         self.limits = limits_for(self.level)
 
     @classmethod
@@ -289,8 +291,12 @@ class Planner:
                 "target_example",
                 f"column {name!r}: no source column holds its values ({sample}); only numbers are computed",
             )
+        files_task = getattr(self.raw, "files_task", None) if self.policy is not None else None
         try:
-            task = byexample.public_task(sources, examples, level=self.level)
+            if files_task is not None:
+                task = files_task(sources, examples)
+            else:
+                task = byexample.public_task(sources, examples, level=self.level)
         except ValueError as err:
             raise PlanInputError("sources", str(err)) from None
         notes: list[str] = []

@@ -15,7 +15,10 @@ the whole hidden target. Entry point: :class:`.env.OrchestrationEnv` (registered
 - :mod:`.compiler`, :mod:`.ops`: spec -> stand-alone pandas module;
 - :mod:`.sandbox`: the confined worker pool; :mod:`.executor`: node-level execution with a cache;
 - :mod:`.tables`, :mod:`.reward`: comparing with the target, the reward terms;
-- :mod:`.edits`: single-node edits for counterfactual re-execution.
+- :mod:`.edits`: single-node edits for counterfactual re-execution;
+- :mod:`.synthesis`: the synthesiser ``orchestrl plan`` falls back on (proposer, deduction, search);
+- :mod:`.planning`: the planning env (``orchestration_planning``): exports drawn from one grammar,
+  one agent per decision of the synthesiser's proposer, a user's files through the same code.
 
 Importing this package starts nothing; the sandbox pool starts on the first executed spec.
 """

@@ -25,6 +25,7 @@ import itertools
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -37,6 +38,7 @@ from orchestrl.envs.orchestration.profiles import profile
 from orchestrl.envs.orchestration.sandbox.pool import acquire_shared_pool, release_shared_pool
 from orchestrl.envs.orchestration.solver import Solution, solve
 from orchestrl.envs.orchestration.spec import OrchestrationSpec, parse_spec
+from orchestrl.envs.orchestration.tables import held_share
 from orchestrl.envs.orchestration.tasks import HELDOUT_OFFSET, LEVELS, PublicInputs, Task, TaskKey
 
 __all__ = [
@@ -171,16 +173,18 @@ NOTHING_RAN = ExampleCheck(ok=False, ran=False, columns_match=False, examples_he
 
 
 def check_examples(
-    task: Task, spec: OrchestrationSpec | str, executor: Executor, target_rows: int | None = None
+    task: Any, spec: OrchestrationSpec | str, executor: Executor, target_rows: int | None = None
 ) -> ExampleCheck:
-    """Runs ``spec`` on the task's sources in the sandbox and checks it against the examples (and
-    against ``target_rows``, the wanted row count, when given)."""
+    """Runs ``spec`` on the task's sources in the sandbox (a :class:`.tasks.Task` or a
+    :class:`.planning.grammar.PlanningTask`) and checks it against the examples (and against
+    ``target_rows``, the wanted row count, when given)."""
     spec = parse_spec(spec)
     execution = executor.execute(task, spec)
     output = execution.output if execution.ok else None
-    target = sorted(task.public.target_columns)
+    public = getattr(task, "public", task)  # a level task's public inputs, or a planning task
+    target = sorted(public.target_columns)
     columns = output is not None and sorted(str(c) for c in output.columns) == target
-    held = task.public.view.held(output)
+    held = held_share(public.examples, output)
     rows = 0 if output is None else len(output)
     return ExampleCheck(
         ok=bool(columns and held >= 1.0) and (target_rows is None or rows == target_rows),

@@ -469,6 +469,10 @@ class SpecError(ValueError):
         self.issues = issues
         super().__init__("; ".join(f"[{i.code}] {i.location}: {i.message}" for i in issues))
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Rebuilt from its issues (copied, pickled, sent between Ray workers)."""
+        return type(self), (self.issues,)
+
     @property
     def codes(self) -> list[str]:
         return [i.code for i in self.issues]

@@ -27,7 +27,7 @@ import sys
 import tempfile
 from importlib.metadata import version
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from orchestrl.envs.orchestration.tasks import Task
@@ -38,17 +38,19 @@ PACKAGE = Path(__file__).resolve().parent
 
 @functools.cache
 def generator_digest(package: Path = PACKAGE) -> str:
-    """A digest of every module of the orchestration package (the generator and what it calls)
-    and of the Python, numpy and pandas versions: what a stored task depends on."""
+    """A digest of every module of the orchestration package, its subpackages included (the
+    generators and what they call), and of the Python, numpy and pandas versions: what a stored
+    task depends on."""
     digest = hashlib.blake2b(digest_size=8)
     digest.update(f"{sys.version_info[:2]} numpy {version('numpy')} pandas {version('pandas')}".encode())
-    for path in sorted(package.glob("*.py")):
-        digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    for path in sorted(package.rglob("*.py")):
+        digest.update(str(path.relative_to(package)).encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()
 
 
 class TaskStore:
-    """One directory of pickled tasks, one file per ``(level, split, seed)``."""
+    """One directory of pickled tasks, one file per ``(level, split, seed)`` (a planning task's:
+    ``planning-<split>-<seed>``)."""
 
     def __init__(self, root: Path | str) -> None:
         self.root = Path(root) / generator_digest()
@@ -58,7 +60,10 @@ class TaskStore:
 
     def load(self, level: int, split: str, seed: int) -> Task | None:
         """The stored task, or None (not stored, or unreadable: then the file is removed)."""
-        path = self.path(level, split, seed)
+        return self.load_file(self.path(level, split, seed))
+
+    def load_file(self, path: Path) -> Any:
+        """The object pickled at ``path``, or None (as :meth:`load`)."""
         try:
             with path.open("rb") as handle:
                 return pickle.load(handle)
@@ -73,7 +78,10 @@ class TaskStore:
         """Stores ``task`` atomically (concurrent writers of one task leave one whole file);
         an unwritable store is skipped."""
         key = task.key
-        path = self.path(key.level, key.split, key.seed)
+        self.save_file(self.path(key.level, key.split, key.seed), task)
+
+    def save_file(self, path: Path, task: Any) -> None:
+        """Pickles ``task`` at ``path`` (as :meth:`save`)."""
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             fd, part = tempfile.mkstemp(dir=path.parent, suffix=".part")

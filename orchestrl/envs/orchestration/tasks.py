@@ -186,11 +186,16 @@ class Task:
     @cached_property
     def source_blobs(self) -> dict[str, tuple[str, bytes]]:
         """Pickled sources keyed by content hash (what the sandbox and the node cache use)."""
-        out = {}
-        for name, frame in self.sources.items():
-            blob = pickle.dumps(frame, protocol=pickle.HIGHEST_PROTOCOL)
-            out[name] = (hashlib.blake2b(blob, digest_size=16).hexdigest(), blob)
-        return out
+        return pickled_sources(self.sources)
+
+
+def pickled_sources(sources: Mapping[str, pd.DataFrame]) -> dict[str, tuple[str, bytes]]:
+    """Each source pickled, with its content hash: what the sandbox and the node cache read."""
+    out = {}
+    for name, frame in sources.items():
+        blob = pickle.dumps(frame, protocol=pickle.HIGHEST_PROTOCOL)
+        out[name] = (hashlib.blake2b(blob, digest_size=16).hexdigest(), blob)
+    return out
 
 
 TASK_CACHE = 1024

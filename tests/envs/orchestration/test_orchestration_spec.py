@@ -12,6 +12,7 @@ from orchestrl.envs.orchestration.spec import (
     OrchestrationSpec,
     Role,
     SpecError,
+    SpecIssue,
     base_duty,
     parse_spec,
 )
@@ -155,3 +156,13 @@ def test_topological_order_follows_dependencies_not_listing_order() -> None:
     spec = parse_spec(data)
     assert spec.topological_order() == ("early", "late")
     assert spec.descendants("early") == {"late"}
+
+
+def test_a_spec_error_survives_copy_and_pickle_with_its_issues():
+    """Ray copies an env's exception between workers: a SpecError must rebuild from its issues."""
+    import copy
+    import pickle
+
+    error = SpecError([SpecIssue(code="unknown_output", location="", message="output x is not a node")])
+    for again in (copy.copy(error), pickle.loads(pickle.dumps(error))):
+        assert again.codes == ["unknown_output"] and str(again) == str(error)

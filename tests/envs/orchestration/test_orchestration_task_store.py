@@ -97,15 +97,16 @@ def test_no_store_is_used_when_the_variable_is_empty(tmp_path: Path, monkeypatch
 
 
 def test_a_changed_generator_gets_a_store_of_its_own(tmp_path: Path) -> None:
+    """Any module of the package counts, a subpackage's too (the planning tasks' grammar)."""
     copy = tmp_path / "orchestration"
-    copy.mkdir()
-    for path in PACKAGE.glob("*.py"):
-        shutil.copy(path, copy / path.name)
+    shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__"))
     assert generator_digest(copy) == generator_digest(PACKAGE)
-    with (copy / "tasks.py").open("a") as handle:
-        handle.write("\n# one more line\n")
-    generator_digest.cache_clear()
-    assert generator_digest(copy) != generator_digest(PACKAGE)
+    for changed in ("tasks.py", "planning/grammar.py"):
+        before = generator_digest(copy)
+        with (copy / changed).open("a") as handle:
+            handle.write("\n# one more line\n")
+        generator_digest.cache_clear()
+        assert generator_digest(copy) != before
 
 
 def test_commands_keep_the_store_under_their_run_dir(tmp_path: Path) -> None:

@@ -664,3 +664,14 @@ def test_a_lookup_table_is_deduplicated_only_on_the_key_it_joins_on() -> None:
     found = synthesise({"sales": sales, "machines": machines}, wanted)
     assert found.spec is not None
     assert same_table(run_spec({"sales": sales, "machines": machines}, found.spec).output, wanted)
+
+
+def test_a_program_that_cleans_only_a_table_it_never_joins_keeps_the_fact_table():
+    """The output is a node, never a raw table, whatever the other tables' cleaning."""
+    from orchestrl.envs.orchestration.spec import DedupDuty, Role
+    from orchestrl.envs.orchestration.synthesis.proposer import Step
+    from orchestrl.envs.orchestration.synthesis.search import Program
+
+    spec = Program(("orders", "shops"), {"shops": (Step(Role.DEDUP, DedupDuty()),)}, (), 0.0, False).spec()
+    output = spec.node(spec.output_id)
+    assert tuple(output.deps) == ("orders",) and output.duty.is_base

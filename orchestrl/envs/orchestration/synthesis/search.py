@@ -129,7 +129,7 @@ class Program:
         head = heads[self.sources[0]]
         for step in self.main:
             head = add(step, [head, heads[step.other]] if step.role is Role.JOIN else [head])
-        if not nodes:  # the fact table as it is: one select keeps it
+        if head in self.sources:  # the fact table as it is (other tables cleaned or not): a select keeps it
             head = add(Step(Role.SELECT, SelectDuty()), [head])
         return parse_spec({"version": 1, "sources": list(self.sources), "nodes": nodes, "output": head})
 
@@ -190,7 +190,7 @@ def synthesise(
     bases = []
     for log_prior, cleaning, tables in _cleaned(sources, table_options):
         fact = tables[names[0]]
-        for join_plan in _join_plans(fact, tables, names, target):
+        for join_plan in join_plans(fact, tables, names, target):
             try:
                 base = run_steps(fact, join_plan.steps, tables)
             except (KeyError, ValueError, TypeError):
@@ -213,8 +213,7 @@ def synthesise(
             break
         _, cleaning, join_plan, tables, base = bases[i]
         if i not in options:
-            held[i] = {str(n): _matches(base, str(n), examples, facts[str(n)]) for n in examples.columns}
-            options[i] = _row_options(base, examples, facts, held[i])
+            options[i], held[i] = row_context(base, examples, facts)
         filter_plan = plans[i][k]
         tried += 1
         try:
@@ -279,7 +278,7 @@ def _cleaned(
         yield prior, {n: options[n][i].steps for n, i in zip(names, idx, strict=True)}, tables
 
 
-def _join_plans(
+def join_plans(
     fact: pd.DataFrame, tables: Mapping[str, pd.DataFrame], names: Sequence[str], target: Sequence[str]
 ) -> list[Option]:
     """Ways to merge the other tables into the fact stream, in order, most likely first."""
@@ -353,6 +352,15 @@ def finish(
             if done is not None:
                 return done[0], grouped, done[1]
     return None
+
+
+def row_context(
+    base: pd.DataFrame, examples: pd.DataFrame, facts: Mapping[str, TargetFacts]
+) -> tuple[list[list[tuple[str, Step | None]]], dict[str, list[str]]]:
+    """What :func:`finish` may reuse on every table whose rows are a subset of ``base``'s (``base``
+    filtered): the row options and, per target column, the columns whose values hold it."""
+    held = {str(n): _matches(base, str(n), examples, facts[str(n)]) for n in examples.columns}
+    return _row_options(base, examples, facts, held), held
 
 
 def log_likelihood(output: pd.DataFrame, examples: pd.DataFrame) -> float:

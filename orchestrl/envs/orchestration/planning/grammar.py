@@ -1,0 +1,296 @@
+"""Planning tasks drawn from one grammar: exports as people bring them, a pipeline the proposer can
+write, and the wanted table it makes.
+
+A task (:class:`PlanningTask`) holds public inputs (source tables, the fact table first, and the
+first rows of the wanted table) and a hidden part (the whole wanted table, and the team's actions
+that write the generator's pipeline), which only scores and labels. Generation
+(:func:`generate`), reproducible from ``(split, seed)``:
+
+1. an export of one to three tables from one of the business domains of :mod:`.exports`, clean
+   or with the dirt real exports have;
+2. the pipeline's decisions drawn among the proposer's own options (:mod:`.choices`, proposed here
+   without example rows): each table's cleaning, the joins, up to two filters on different
+   columns;
+3. the output's shape drawn on the resulting table: its rows (two to four columns, a product of
+   two numbers named as people name it, sorted and cut to the top few or not), or groups by one or
+   two categories with one or two aggregates named as people name them (``Total Amount``,
+   ``avg_price``, ``n_orders``), means rounded to cents, sorted by the first or not;
+4. the wanted table is that pipeline's output and the example rows its first five.
+
+A draw is kept only when the public inputs can express it: every decision is among the options
+proposed from the public inputs (now with the example rows), and the output's shape deduced from
+the example rows (:func:`..synthesis.search.finish`) on the table those decisions give is the wanted
+table. Several decisions may give the same table: the label is the generator's, one of them.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from orchestrl.envs.orchestration.planning.choices import AGENTS, Choices, propose_choices
+from orchestrl.envs.orchestration.planning.exports import generate_sources
+from orchestrl.envs.orchestration.spec import AggregateDuty, DeriveDuty, Role, SelectDuty, TopKDuty
+from orchestrl.envs.orchestration.synthesis.proposer import Step
+from orchestrl.envs.orchestration.synthesis.search import finish, run_steps
+from orchestrl.envs.orchestration.tables import same_table
+from orchestrl.envs.orchestration.task_store import active_store
+from orchestrl.envs.orchestration.tasks import pickled_sources
+
+SPLITS = {"train": 0, "heldout": 1}
+EXAMPLE_ROWS = 5
+MAX_ATTEMPTS = 200
+TASK_CACHE = 2048
+NO_EXAMPLES = pd.DataFrame({"_": [0]})
+"""What the decisions are drawn on before the wanted table exists (no column of it)."""
+
+
+@dataclass(frozen=True)
+class PlanningTask:
+    """One planning task: public inputs, and the hidden wanted table and label (None for a user's
+    files)."""
+
+    split: str
+    seed: int
+    domain: str
+    sources: Mapping[str, pd.DataFrame]
+    examples: pd.DataFrame
+    target: pd.DataFrame | None = None
+    reference: Mapping[str, int] | None = None
+    """The actions that write the generator's pipeline (the cloning label)."""
+
+    @cached_property
+    def choices(self) -> Choices:
+        return propose_choices(self.sources, self.examples)
+
+    @property
+    def target_columns(self) -> tuple[str, ...]:
+        return tuple(str(c) for c in self.examples.columns)
+
+    @cached_property
+    def source_blobs(self) -> dict[str, tuple[str, bytes]]:
+        """Pickled sources keyed by content hash (what the sandbox and the node cache read)."""
+        return pickled_sources(self.sources)
+
+
+def files_task(sources: Mapping[str, pd.DataFrame], examples: pd.DataFrame) -> PlanningTask:
+    """A task of a user's files: public inputs only (nothing scores it)."""
+    frames = {str(n): f.reset_index(drop=True) for n, f in sources.items()}
+    return PlanningTask("files", 0, "user", frames, examples.reset_index(drop=True))
+
+
+def generate(split: str, seed: int) -> PlanningTask:
+    """The task ``(split, seed)`` (module docstring); deterministic, cached per process."""
+    if split not in SPLITS:
+        raise ValueError(f"split must be one of {sorted(SPLITS)}, not {split!r}")
+    return _generate(split, int(seed))
+
+
+@functools.lru_cache(maxsize=TASK_CACHE)
+def _generate(split: str, seed: int) -> PlanningTask:
+    """The task, from the on-disk task store when one is set (:mod:`..task_store`), its options'
+    features computed before it is stored."""
+    store = active_store()
+    path = store.root / f"planning-{split}-{seed}.pkl" if store is not None else None
+    task = store.load_file(path) if store is not None and path is not None else None
+    if task is None:
+        task = _build(split, seed)
+        task.choices.features  # noqa: B018 (computed once, stored with the task)
+        if store is not None and path is not None:
+            store.save_file(path, task)
+    return task
+
+
+def _build(split: str, seed: int) -> PlanningTask:
+    for attempt in range(MAX_ATTEMPTS):
+        rng = np.random.default_rng([SPLITS[split], seed, attempt])
+        task = _draw(rng, split, seed)
+        if task is not None:
+            return task
+    raise RuntimeError(f"no planning task for {split} seed {seed} after {MAX_ATTEMPTS} draws")
+
+
+def _draw(rng: np.random.Generator, split: str, seed: int) -> PlanningTask | None:
+    tables = int(rng.choice([1, 2, 3], p=[0.3, 0.4, 0.3]))
+    export = generate_sources(rng, tables, dirty=bool(rng.random() < 0.7))
+    sources = export.sources
+    draft = propose_choices(sources, NO_EXAMPLES)
+    actions = _decisions(draft, rng)
+    try:
+        table = draft.table(actions).reset_index(drop=True)
+    except (KeyError, ValueError, TypeError):
+        return None
+    if len(table) < 6:
+        return None
+    kinds = {c: k for frame in export.kinds.values() for c, k in frame.items()}
+    post = _shape(table, next(iter(sources)), kinds, rng)
+    if post is None:
+        return None
+    try:
+        target = run_steps(table, post, {}).reset_index(drop=True)
+    except (KeyError, ValueError, TypeError):
+        return None
+    if len(target) < 3 or target.isna().any().any():
+        return None
+    examples = target.head(EXAMPLE_ROWS).reset_index(drop=True)
+    choices = propose_choices(sources, examples)
+    reference = _label(draft, choices, actions)
+    if reference is None:
+        return None
+    task = PlanningTask(split, seed, export.domain, sources, examples, target, reference)
+    task.__dict__["choices"] = choices  # what the cached property would compute again
+    return task if _deducible(task, reference) else None
+
+
+def _decisions(choices: Choices, rng: np.random.Generator) -> dict[str, int]:
+    """Each agent's option drawn: any cleaning and join, and up to two filters on two columns, a
+    filter as likely as the share of rows it keeps (two narrow filters leave no table)."""
+    actions = {a: int(rng.integers(len(choices.options[a]))) for a in AGENTS if not a.startswith("filter")}
+    listed = choices.options["filter_0"]
+    kept = np.array([len(run_steps(choices.base, o.steps, {})) for o in listed[1:]], dtype=float)
+    count = int(rng.choice([0, 1, 2], p=[0.3, 0.45, 0.25])) if kept.sum() else 0
+    count = min(count, int((kept > 0).sum()))
+    picked = sorted(int(i) + 1 for i in rng.choice(len(kept), size=count, replace=False, p=kept / kept.sum()))
+    if len({listed[i].steps[0].duty.column for i in picked}) < len(picked):
+        picked = picked[:1]
+    actions["filter_0"] = picked[0] if picked else 0
+    actions["filter_1"] = picked[1] if len(picked) > 1 else 0
+    return actions
+
+
+def _label(draft: Choices, final: Choices, actions: Mapping[str, int]) -> dict[str, int] | None:
+    """The drawn decisions as positions in the lists proposed from the public inputs (None when one
+    is not listed there)."""
+    out = {}
+    for agent in AGENTS:
+        index = final.index(agent, draft.options[agent][int(actions[agent])].steps)
+        if index is None:
+            return None
+        out[agent] = index
+    return out
+
+
+def _deducible(task: PlanningTask, reference: Mapping[str, int]) -> bool:
+    """The label's table, finished as the examples say, is the wanted table."""
+    try:
+        table = task.choices.table(reference).reset_index(drop=True)
+    except (KeyError, ValueError, TypeError):
+        return False
+    facts = task.choices.facts
+    done = finish(table, task.examples, facts, None)
+    return (
+        done is not None
+        and task.target is not None
+        and same_table(done[2].reset_index(drop=True), task.target)
+    )
+
+
+# ------------------------------------------------------------------------------ the output's shape
+def _shape(
+    table: pd.DataFrame, fact: str, kinds: Mapping[str, str], rng: np.random.Generator
+) -> tuple[Step, ...] | None:
+    """The output's shape on ``table`` (module docstring, step 3); None when it has no measure."""
+    numbers = [str(c) for c in table.columns if _numeric(table[c]) and kinds.get(str(c)) == "number"]
+    categories = [
+        str(c)
+        for c in table.columns
+        if kinds.get(str(c)) == "category" and not _numeric(table[c]) and 2 <= table[c].nunique() <= 12
+    ]
+    style = str(rng.choice(STYLES))
+    if categories and numbers and rng.random() < 0.55:
+        distinct = [str(c) for c in table.columns if kinds.get(str(c)) in ("id", "key", "text")]
+        return _groups(table, fact, categories, numbers, distinct, style, rng)
+    texts = [str(c) for c in table.columns if kinds.get(str(c)) in ("id", "text", "category", "key", "date")]
+    if not texts or not numbers:
+        return None
+    return _rows(table, texts, numbers, style, rng)
+
+
+def _rows(
+    table: pd.DataFrame, texts: list[str], numbers: list[str], style: str, rng: np.random.Generator
+) -> tuple[Step, ...]:
+    steps: list[Step] = []
+    keep = [texts[int(i)] for i in sorted(rng.choice(len(texts), size=min(len(texts), 2), replace=False))]
+    measures = [numbers[int(i)] for i in sorted(rng.choice(len(numbers), size=1))]
+    columns = [*keep[: int(rng.integers(1, len(keep) + 1))], *measures]
+    if len(numbers) >= 2 and rng.random() < 0.4:
+        left, right = (numbers[int(i)] for i in rng.choice(len(numbers), size=2, replace=False))
+        name = styled([*words(left)[-1:], "total"], style)
+        steps.append(Step(Role.DERIVE, DeriveDuty(name=name, op="mul", left=left, right=right)))
+        steps.append(Step(Role.DERIVE, DeriveDuty(name=name, op="round", left=name, digits=2)))
+        columns.append(name)
+    by = columns[-1]
+    if rng.random() < 0.7:
+        k = int(rng.integers(3, 5)) if rng.random() < 0.4 else None  # fewer rows than examples asked
+        steps.append(Step(Role.TOPK, TopKDuty(column=by, k=k, ascending=bool(rng.random() < 0.2))))
+    steps.append(Step(Role.SELECT, SelectDuty(columns=tuple((c, c) for c in dict.fromkeys(columns)))))
+    return tuple(steps)
+
+
+def _groups(
+    table: pd.DataFrame,
+    fact: str,
+    categories: list[str],
+    numbers: list[str],
+    distinct: list[str],
+    style: str,
+    rng: np.random.Generator,
+) -> tuple[Step, ...]:
+    size = 2 if len(categories) > 1 and rng.random() < 0.25 else 1
+    by = tuple(categories[int(i)] for i in sorted(rng.choice(len(categories), size=size, replace=False)))
+    count = int(rng.integers(1, 3))
+    measures: list[tuple[str, str, str | None]] = []
+    for _ in range(count):
+        fn = str(
+            rng.choice(["sum", "mean", "size", "max", "min", "nunique"], p=[0.35, 0.2, 0.2, 0.1, 0.05, 0.1])
+        )
+        if fn == "size":
+            measures.append((styled(["n", *words(fact)], style), "size", None))
+            continue
+        pool = numbers if fn != "nunique" else [c for c in distinct if c not in by] or numbers
+        column = pool[int(rng.integers(len(pool)))]
+        word = {"sum": "total", "mean": "avg", "max": "max", "min": "min", "nunique": "unique"}[fn]
+        measures.append((styled([word, *words(column)], style), fn, column))
+    names = list(dict.fromkeys(m[0] for m in measures))
+    measures = [next(m for m in measures if m[0] == n) for n in names]
+    (name, fn, column), *more = measures
+    steps = [Step(Role.AGGREGATE, AggregateDuty(by=by, column=column, fn=fn, name=name, more=tuple(more)))]
+    for label, f, _ in measures:
+        if f == "mean":
+            steps.append(Step(Role.DERIVE, DeriveDuty(name=label, op="round", left=label, digits=2)))
+    if rng.random() < 0.6:
+        steps.append(Step(Role.TOPK, TopKDuty(column=name, k=None, ascending=bool(rng.random() < 0.2))))
+    return tuple(steps)
+
+
+STYLES = ("snake", "title", "lower", "camel")
+
+
+def words(name: Any) -> list[str]:
+    """A column name's words, lower case (``'Unit Price'``, ``unit_price``, ``unitPrice``)."""
+    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", str(name))
+    return [w.lower() for w in re.split(r"[^A-Za-z0-9]+", spaced) if w]
+
+
+def styled(parts: list[str], style: str) -> str:
+    """Words joined as people write column names: ``total_amount``, ``Total Amount``,
+    ``total amount``, ``totalAmount``."""
+    flat = [w for p in parts for w in words(p)] or ["value"]
+    if style == "title":
+        return " ".join(w.capitalize() for w in flat)
+    if style == "lower":
+        return " ".join(flat)
+    if style == "camel":
+        return flat[0] + "".join(w.capitalize() for w in flat[1:])
+    return "_".join(flat)
+
+
+def _numeric(column: pd.Series) -> bool:
+    return pd.api.types.is_numeric_dtype(column) and not pd.api.types.is_bool_dtype(column)

@@ -1,0 +1,145 @@
+"""The planning env: one proposer for generated tasks and users' files, honest observations, a label
+that solves its task, and a team's spec that runs in the sandbox.
+
+The env runs its pipelines in the shared sandbox pool (a process pool, no Ray)."""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from orchestrl.envs.counterfactual import Edit, EditNotApplicable
+from orchestrl.envs.orchestration.planning import grammar
+from orchestrl.envs.orchestration.planning.choices import (
+    AGENTS,
+    FEATURES,
+    OPTIONS,
+    STEP_KINDS,
+    canonical,
+    propose_choices,
+)
+from orchestrl.envs.orchestration.planning.env import CANDIDATE_FEATURES, CONTEXT, PlanningEnv
+from orchestrl.envs.orchestration.planning.grammar import files_task, generate
+from orchestrl.envs.orchestration.spec import FilterDuty, Role
+from orchestrl.envs.orchestration.synthesis.proposer import Option, Step
+from orchestrl.envs.spaces import MASK_KEY, OBS_KEY
+
+SEEDS = (0, 1, 2, 3)
+
+
+@pytest.fixture(scope="module")
+def env():
+    made = PlanningEnv(split="train", rounds=2)
+    yield made
+    made.close()
+
+
+def csv_round_trip(frame: pd.DataFrame) -> pd.DataFrame:
+    return pd.read_csv(io.StringIO(frame.to_csv(index=False)))
+
+
+def play(env: PlanningEnv, task, actions) -> list[dict]:
+    """Every observation of an episode of ``task`` with the same actions each round."""
+    obs, _ = env.reset(options={"task": task})
+    seen = [obs]
+    for _ in range(env.rounds):
+        obs, *_ = env.step({a: np.array([actions[a]]) for a in AGENTS})
+        seen.append(obs)
+    return seen
+
+
+def test_generation_is_deterministic_and_the_splits_differ():
+    a = generate("train", 5)
+    b = grammar._build("train", 5)  # past the process cache and the task store: drawn again
+    assert a.examples.equals(b.examples) and a.target.equals(b.target) and a.reference == b.reference
+    held = [generate("heldout", s) for s in range(3)]
+    assert all(not h.examples.equals(generate("train", s).examples) for s, h in enumerate(held))
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_the_label_writes_the_wanted_table(env, seed):
+    task = generate("train", seed)
+    obs, _ = env.reset(options={"task": task})
+    assert obs[AGENTS[0]][OBS_KEY].shape == (CONTEXT + OPTIONS * CANDIDATE_FEATURES,)
+    _, rewards, *_ = env.step(env.expert_actions())
+    assert rewards[AGENTS[0]] == pytest.approx(1.0)
+    assert env.counterfactual_spec() is not None
+
+
+def test_a_generated_task_through_csv_files_gives_the_same_observation(env):
+    """What ``orchestrl plan`` reads (CSV files) is what training saw: the same options, the same
+    features, the same observation."""
+    task = generate("train", 7)
+    files = files_task({n: csv_round_trip(f) for n, f in task.sources.items()}, csv_round_trip(task.examples))
+    actions = task.reference
+    for mine, theirs in zip(play(env, task, actions), play(env, files, actions), strict=True):
+        for agent in mine:
+            np.testing.assert_array_equal(mine[agent][OBS_KEY], theirs[agent][OBS_KEY])
+            np.testing.assert_array_equal(mine[agent][MASK_KEY], theirs[agent][MASK_KEY])
+
+
+@pytest.mark.parametrize("seed", SEEDS[:2])
+def test_the_hidden_answer_swapped_leaves_every_observation_unchanged(env, seed):
+    """Another wanted table and label that fit the same public inputs (the example rows are the
+    first rows of both), played with the same actions over every round and on a warm env over two
+    episodes: identical observations; only the rewards may differ."""
+    task = generate("train", seed)
+    other_target = pd.concat([task.target, task.target.tail(1)], ignore_index=True)
+    other_label = {a: (i + 1) % len(task.choices.options[a]) for i, a in enumerate(AGENTS)}
+    swapped = dataclasses.replace(task, target=other_target, reference=other_label)
+    for actions in (task.reference, other_label):
+        for _ in range(2):
+            first, second = play(env, task, actions), play(env, swapped, actions)
+            for mine, theirs in zip(first, second, strict=True):
+                for agent in mine:
+                    np.testing.assert_array_equal(mine[agent][OBS_KEY], theirs[agent][OBS_KEY])
+
+
+def test_options_are_in_canonical_order_whatever_the_prior():
+    """The lists do not put the likeliest option first: a slot says nothing about the prior."""
+    likely = Option(-0.1, (Step(Role.FILTER, FilterDuty(column="status", op="eq", value="paid")),))
+    unlikely = Option(-5.0, (Step(Role.FILTER, FilterDuty(column="amount", op="ge", value=100.0)),))
+    assert canonical([likely, unlikely]) == canonical([unlikely, likely])
+    task = generate("train", 11)
+    for agent, options in task.choices.options.items():
+        if agent.startswith("filter"):
+            assert not options[0].steps and tuple(options[1:]) == canonical(options[1:]), agent
+        else:
+            assert tuple(options) == canonical(options), agent
+
+
+def test_features_read_the_public_inputs_and_pad_with_zeros():
+    task = generate("train", 3)
+    choices = propose_choices(task.sources, task.examples)
+    assert choices.features.shape == (len(AGENTS), OPTIONS, FEATURES)
+    np.testing.assert_array_equal(choices.features, task.choices.features)
+    for a, agent in enumerate(AGENTS):
+        live = len(choices.options[agent])
+        assert (choices.features[a, :live, len(STEP_KINDS)] == 1.0).all(), agent  # listed
+        assert not choices.features[a, live:].any(), agent
+
+
+def test_counterfactual_replaces_one_choice_and_scores_it(env):
+    task = generate("train", 0)
+    env.reset(options={"task": task})
+    env.step(env.expert_actions())
+    env.step(env.expert_actions())
+    spec = env.counterfactual_spec()
+    agent = next(a for a in AGENTS if len(task.choices.options[a]) > 1)
+    other = (task.reference[agent] + 1) % len(task.choices.options[agent])
+    outcome = env.counterfactual(spec, agent, Edit.alternative(np.array([other])))
+    assert outcome.base_reward == pytest.approx(1.0)
+    assert outcome.reward <= 1.0
+    with pytest.raises(EditNotApplicable):
+        env.counterfactual(spec, agent, Edit.alternative(np.array([task.reference[agent]])))
+
+
+def test_bad_kwargs_are_refused_in_one_line():
+    with pytest.raises(ValueError, match="split"):
+        PlanningEnv(split="test")
+    with pytest.raises(ValueError, match="rounds"):
+        PlanningEnv(rounds=0)
