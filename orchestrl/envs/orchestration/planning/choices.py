@@ -20,13 +20,16 @@ select that names the target's columns) is deduced from the example rows by
 ones the search enumerates by prior.
 
 Each list is cut to its likeliest entries by the proposer's prior (what makes it a list a
-person would consider), then put in a **canonical order** (by step kind, column and value), so a
-slot's position says nothing about the prior. Option 0 of every list is "no step" where that is a
-choice (filters), else the list's first entry in canonical order. Features (:func:`features`)
-describe what each option does to the public inputs: its steps' kinds, the rows it keeps, whether it
-keeps the example rows' values and rows, the columns it touches and what the examples show of them.
-No prior and no search result enters an observation: an option is tried alone, with the other
-agents on their lists' first options (:func:`_tried`), never combined with the others' options.
+person would consider), then put in a **canonical order** (fewest steps first, then by step kind,
+column and value), so a slot's position says nothing about the prior. Option 0 of every list is
+"no step" where that is a choice (filters), else the list's first entry in canonical order.
+Features (:func:`features`) describe what each option does to the public inputs: its steps' kinds,
+the rows it keeps, whether it keeps the example rows' values and rows, the columns it touches and
+what the examples show of them.
+No prior and no search over combinations enters an observation: each option is tried alone, with
+the other agents on their lists' first options, and the output's shape deduced from the example
+rows (:func:`_tried`); whether an output then holds them, and how likely they are given it, are two
+of its features.
 """
 
 from __future__ import annotations
