@@ -125,7 +125,6 @@ class PlanningEnv(ParallelEnv):
         self._board = np.zeros(BOARD, dtype=np.float32)
         self._taken: dict[str, int] = {}
         self._spec: OrchestrationSpec | None = None
-        self._output: pd.DataFrame | None = None
 
     def observation_space(self, agent: str) -> gym.spaces.Dict:
         return self._observation_space
@@ -159,7 +158,7 @@ class PlanningEnv(ParallelEnv):
         self._round, self._score = 0, 0.0
         self._board = np.zeros(BOARD, dtype=np.float32)
         self._taken = {}
-        self._spec, self._output = None, None
+        self._spec = None
         return {a: self._observe(a) for a in self.agents}, {a: {} for a in self.agents}
 
     def step(self, actions: Mapping[str, Any]) -> tuple[dict, dict, dict, dict, dict]:
@@ -171,7 +170,7 @@ class PlanningEnv(ParallelEnv):
         output = self.execute(spec)
         score = self._score_of(output)
         reward = score - self._score
-        self._score, self._taken, self._spec, self._output = score, chosen, spec, output
+        self._score, self._taken, self._spec = score, chosen, spec
         self._board = self._board_of(spec, table, deduced, output)
         done = self._round >= self.rounds
         agents = list(self.agents)
