@@ -98,13 +98,14 @@ def _generate(split: str, seed: int) -> PlanningTask:
     """The task, from the on-disk task store when one is set (:mod:`..task_store`), its options'
     features computed before it is stored."""
     store = active_store()
-    path = store.root / f"planning-{split}-{seed}.pkl" if store is not None else None
-    task = store.load_file(path) if store is not None and path is not None else None
+    if store is None:
+        return _build(split, seed)
+    path = store.root / f"planning-{split}-{seed}.pkl"
+    task = store.load_file(path)
     if task is None:
         task = _build(split, seed)
         task.choices.features  # noqa: B018 (computed once, stored with the task)
-        if store is not None and path is not None:
-            store.save_file(path, task)
+        store.save_file(path, task)
     return task
 
 
