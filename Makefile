@@ -23,8 +23,16 @@ $(VENV)/.installed: pyproject.toml
 	$(BIN)/python -m pip install -q -e '.[dev]'
 	touch $@
 
+# The demo: a planning team trained from scratch, then asked to plan a hand-written export with its
+# last checkpoint (the newest run's), and scored on the export's whole wanted table.
+DEMO_TEAM = $$(ls -dt runs/experiments/lemon_planning_demo/*/checkpoints/iter_* | head -1)
+DEMO_EXPORT = examples/exports/bike_rentals
+
 demo: install
-	$(BIN)/orchestrl curriculum configs/curricula/lemon_demo.yaml
+	$(BIN)/orchestrl train configs/lemon_planning_demo.yaml
+	$(BIN)/orchestrl plan --checkpoint "$(DEMO_TEAM)" --source rentals=$(DEMO_EXPORT)/rentals.csv \
+	    --target-example $(DEMO_EXPORT)/target_example.csv --out runs/plans/demo
+	$(BIN)/python benchmarks/plan.py --corpora examples/exports --no-env-gap --checkpoint "$(DEMO_TEAM)"
 
 # Three tiers run at once (tools/test_tiers.py): the integration tests on one shared local Ray, the
 # tests that start their own multi-node clusters, and the unit tests (no Ray). The first streams,

@@ -33,6 +33,7 @@ first rows of the wanted table (``target_example.csv``) and the whole wanted tab
 Run:
     python benchmarks/plan.py                                  # the synthesiser alone (both corpora)
     python benchmarks/plan.py --checkpoint <run id or folder>  # and a trained team
+    python benchmarks/plan.py --corpora my_exports/ --no-env-gap  # cases of your own, same format
 
 Figures: ``benchmarks/RESULTS.md``, section "Planning on users' exports".
 """
@@ -84,6 +85,14 @@ def load_case(folder: Path) -> dict[str, Any]:
         "description": meta.get("description"),
         "target_rows": meta.get("target_rows"),
     }
+
+
+def corpus_path(name: str) -> Path | None:
+    """The corpus ``name`` names, or the folder ``name`` when it holds cases (None: neither)."""
+    if name in CORPORA:
+        return CORPORA[name]
+    folder = Path(name)
+    return folder if folder.is_dir() and any(folder.glob("*/case.json")) else None
 
 
 def cases(corpus: Path) -> list[dict[str, Any]]:
@@ -205,9 +214,18 @@ def main() -> None:
     parser.add_argument("--checkpoint", help="a run id or checkpoint of an orchestration team")
     parser.add_argument("--tasks", type=int, default=20, help="generated tasks per level for the env gap")
     parser.add_argument("--levels", type=int, nargs="+", default=[1, 2, 3, 4])
-    parser.add_argument("--corpora", nargs="+", choices=list(CORPORA), default=list(CORPORA))
+    parser.add_argument(
+        "--corpora",
+        nargs="+",
+        default=list(CORPORA),
+        help=f"corpus names ({', '.join(CORPORA)}) or folders of cases of your own, in the same format",
+    )
     parser.add_argument("--no-env-gap", action="store_true", help="the corpora only")
     args = parser.parse_args()
+    corpora = {name: corpus_path(name) for name in args.corpora}
+    if None in corpora.values():
+        bad = next(name for name, path in corpora.items() if path is None)
+        parser.error(f"--corpora: {bad}: neither a corpus name nor a folder holding cases (<case>/case.json)")
     os.environ.setdefault("RAY_DEDUP_LOGS", "0")
     planner = Planner()
     team = None
@@ -217,10 +235,10 @@ def main() -> None:
         team = Planner.from_team(find_team(args.checkpoint))
     out: dict[str, Any] = {}
     try:
-        for name in args.corpora:
-            corpus = CORPORA[name]
+        for name, corpus in corpora.items():
             figures = corpus_figures(corpus, planner, team)
-            out[name] = {"corpus": str(corpus.relative_to(DATA.parents[0])), **figures}
+            shown = corpus.relative_to(DATA.parents[0]) if corpus.is_relative_to(DATA.parents[0]) else corpus
+            out[name] = {"corpus": str(shown), **figures}
     finally:
         planner.close()
         if team is not None:

@@ -14,8 +14,9 @@ The pieces, used by every algorithm:
 
 - :class:`~orchestrl.algorithms.context.WarmStartSection`: the experiment's ``warm_start:``
   section, the only knobs (kept with the other sections, free of torch and RLlib);
-- :func:`collect_demonstrations`: plays the expert and keeps every agent's observations, actions,
-  rewards and discounted returns;
+- :func:`collect_demonstrations`: plays the expert (optionally with DART's noise, or the actors'
+  own actions for DAgger) and keeps every agent's observations, the expert's actions, rewards and
+  discounted returns;
 - :func:`clone_actors`: the loss above for actor-critic modules (ippo, mappo, coma, lemon), which
   fits actors only (critics learn from the first rollouts, like the rest of PPO). NeuroMAS' team
   graph has its own loss on the same demonstrations (``orchestrl.algorithms.neuromas.cloning``);
@@ -33,6 +34,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import gymnasium as gym
 import numpy as np
 import torch
 import tree
@@ -43,6 +45,7 @@ from ray.rllib.utils.spaces import space_utils
 
 from orchestrl.algorithms.context import WarmStartSection
 from orchestrl.algorithms.weight_sync import sync_learner_weights
+from orchestrl.envs.spaces import MASK_KEY
 
 if TYPE_CHECKING:
     from ray.rllib.algorithms import Algorithm
@@ -77,6 +80,15 @@ class Demonstrations:
     def __len__(self) -> int:
         return len(self.actions)
 
+    def extended(self, other: Demonstrations) -> Demonstrations:
+        """These steps followed by ``other``'s."""
+        return Demonstrations(
+            obs=tree.map_structure(lambda a, b: np.concatenate([a, b]), self.obs, other.obs),
+            actions=np.concatenate([self.actions, other.actions]),
+            rewards=np.concatenate([self.rewards, other.rewards]),
+            returns=np.concatenate([self.returns, other.returns]),
+        )
+
     def batch(self, index: np.ndarray | slice) -> tuple[Any, torch.Tensor]:
         """The observations (as tensors) and actions of the rows ``index``."""
         obs = tree.map_structure(lambda x: torch.as_tensor(x[index]), self.obs)
@@ -90,10 +102,20 @@ def collect_demonstrations(
     *,
     seed: int = 0,
     gamma: float = 0.99,
+    noise: float = 0.0,
+    player: Callable[[Mapping[str, Any]], Mapping[str, Any]] | None = None,
 ) -> dict[str, Demonstrations]:
     """Plays ``episodes`` whole episodes of ``env`` (the ``i``-th reset with ``seed + i``) with the
     joint actions ``expert()`` gives, and keeps each agent's steps. ``env`` is an RLlib
-    ``MultiAgentEnv``, so the observations are exactly what the agents' modules see."""
+    ``MultiAgentEnv``, so the observations are exactly what the agents' modules see.
+
+    With ``noise`` each agent's action is played, with that probability, as a random valid one while
+    the expert's stays its label (DART: Laskey et al. 2017, "Noise Injection for Robust Imitation
+    Learning", Sec. 4): the demonstrations then also show the states that follow a mistake, and
+    what the expert does there. With ``player`` (``player(obs) -> joint action``) the actions
+    played are its own, the expert's still the labels (DAgger's relabelled rollouts). Rewards and
+    returns are those of the actions played."""
+    generator = np.random.default_rng(seed)
     steps: dict[str, dict[str, list[Any]]] = {}
     for episode in range(episodes):
         obs, _ = env.reset(seed=seed + episode)
@@ -101,11 +123,14 @@ def collect_demonstrations(
         done = False
         while not done:
             joint = expert()
+            played = dict(player(obs)) if player is not None else dict(joint)
             for agent, o in obs.items():
                 record = steps.setdefault(agent, {"obs": [], "actions": [], "rewards": [], "returns": []})
                 record["obs"].append(o)
                 record["actions"].append(np.asarray(joint[agent]))
-            obs, reward, terminated, truncated, _ = env.step(dict(joint))
+                if noise and generator.random() < noise:
+                    played[agent] = random_valid_action(env.get_action_space(agent), o, generator)
+            obs, reward, terminated, truncated, _ = env.step(played)
             for agent in joint:
                 rewards.setdefault(agent, []).append(float(reward.get(agent, 0.0)))
             done = terminated.get("__all__", False) or truncated.get("__all__", False)
@@ -123,8 +148,27 @@ def collect_demonstrations(
     }
 
 
+def random_valid_action(space: gym.Space, obs: Any, generator: np.random.Generator) -> Any:
+    """A uniformly random action of ``space`` among those the observation's ``action_mask`` allows
+    (any action when it has none, or one of another shape)."""
+    space.seed(int(generator.integers(2**31)))
+    mask = obs.get(MASK_KEY) if isinstance(obs, Mapping) else None
+    if mask is not None and isinstance(space, gym.spaces.Discrete | gym.spaces.MultiDiscrete):
+        flat = np.asarray(mask).reshape(-1).astype(np.int8)
+        if flat.size == int(np.sum(space.nvec if hasattr(space, "nvec") else space.n)):
+            if isinstance(space, gym.spaces.Discrete):
+                return space.sample(mask=flat)
+            return space.sample(mask=tuple(np.split(flat, np.cumsum(space.nvec)[:-1])))
+    return space.sample()
+
+
 def expert_demonstrations(
-    env_config: Mapping[str, Any], episodes: int, *, seed: int = 0
+    env_config: Mapping[str, Any],
+    episodes: int,
+    *,
+    seed: int = 0,
+    noise: float = 0.0,
+    player: Callable[[Mapping[str, Any]], Mapping[str, Any]] | None = None,
 ) -> dict[str, Demonstrations]:
     """:func:`collect_demonstrations` of the env's own expert on the registered env ``env_config``
     names (the observations the actors see, agent ids included)."""
@@ -132,9 +176,29 @@ def expert_demonstrations(
 
     env = RegisteredEnv(dict(env_config))
     try:
-        return collect_demonstrations(env, expert_of(env), episodes, seed=seed)
+        return collect_demonstrations(env, expert_of(env), episodes, seed=seed, noise=noise, player=player)
     finally:
         env.close()
+
+
+class SampledActions:
+    """``player(obs) -> joint action``: each agent's action sampled from its module's distribution
+    (what DAgger's rollouts play: the actors' own mistakes, as likely as the actors make them)."""
+
+    def __init__(
+        self, modules: Mapping[str, ActorCriticModule], agent_to_module: Callable[[str], str]
+    ) -> None:
+        self.modules, self.agent_to_module = modules, agent_to_module
+
+    def __call__(self, obs: Mapping[str, Any]) -> dict[str, np.ndarray]:
+        joint = {}
+        for agent, o in obs.items():
+            module = self.modules[self.agent_to_module(agent)]
+            batch = {Columns.OBS: tree.map_structure(lambda x: torch.as_tensor(np.asarray(x)[None]), o)}
+            with torch.no_grad():
+                logits = module.forward_exploration(batch)[Columns.ACTION_DIST_INPUTS]
+            joint[agent] = module.get_exploration_action_dist_cls().from_logits(logits).sample()[0].numpy()
+        return joint
 
 
 def expert_of(env: Any) -> Callable[[], Mapping[str, Any]]:
@@ -200,9 +264,19 @@ class ActorWarmStart:
         self.seed = seed
 
     def __call__(self, learner: Learner, **kwargs: Any) -> dict[str, list[float]]:
-        demos = expert_demonstrations(self.env_config, self.settings.episodes, seed=self.seed)
+        settings, config = self.settings, self.env_config
+        demos = expert_demonstrations(config, settings.episodes, seed=self.seed, noise=settings.noise)
         modules = {mid: m.unwrapped() for mid, m in learner.module.items()}
-        return clone_actors(modules, demos, self.agent_to_module, self.settings, self.seed)
+        history = clone_actors(modules, demos, self.agent_to_module, settings, self.seed)
+        for k in range(1, settings.dagger_rounds + 1):  # DAgger: Ross et al. 2011, Algorithm 3.1
+            player = SampledActions(modules, self.agent_to_module)
+            more = expert_demonstrations(config, settings.episodes, seed=self.seed, player=player)
+            demos = {agent: demos[agent].extended(more[agent]) for agent in demos}
+            for name, values in clone_actors(
+                modules, demos, self.agent_to_module, settings, self.seed + k
+            ).items():
+                history[f"{name} (DAgger round {k})"] = values
+        return history
 
 
 class WarmStartCallbacks(RLlibCallback):

@@ -41,6 +41,13 @@ class WarmStartSection(BaseModel):
     epochs: int = Field(6, ge=1)
     batch_size: int = Field(64, ge=1)
     lr: float = Field(1e-3, gt=0)
+    noise: float = Field(0.0, ge=0, le=1)
+    """Probability that an agent's expert action is played as a random valid one, its label kept
+    (DART): the demonstrations then show how the expert recovers from a mistake."""
+    dagger_rounds: int = Field(0, ge=0)
+    """After cloning, rounds of DAgger: the actors play ``episodes`` episodes with their own sampled
+    actions, the expert labels every step, and the actors are cloned again on everything gathered
+    (actor-critic algorithms)."""
 
 
 @dataclass(frozen=True)

@@ -3,10 +3,15 @@ actor (in-process, no Ray), and its bad configurations fail with one clear line.
 
 from __future__ import annotations
 
+import gymnasium as gym
+import numpy as np
 import pytest
 from credit_helpers import expert_agreement, tiny, trainer
 
-from orchestrl.algorithms.behaviour_cloning import expert_demonstrations
+from orchestrl.algorithms.behaviour_cloning import SampledActions, expert_demonstrations, random_valid_action
+from orchestrl.envs.orchestration.planning.env import CANDIDATE_FEATURES, CONTEXT
+from orchestrl.envs.rllib_env import env_config
+from orchestrl.envs.spaces import MASK_KEY, OBS_KEY
 from orchestrl.experiment.builder import build_ppo_config
 from orchestrl.experiment.config import ConfigError, validate_config
 
@@ -43,3 +48,73 @@ def test_a_bad_warm_start_value_names_its_key() -> None:
     data = tiny("ippo", "orchestration", kwargs={"level": 1}, warm_start={"episodes": 10, "epochs": 0})
     with pytest.raises(ConfigError, match=r"warm_start\.epochs"):
         validate_config(data)
+
+
+def test_dart_noise_plays_random_valid_actions_and_keeps_the_expert_as_label() -> None:
+    """With noise, the labels are still the expert's and the first round's observations are the
+    same; the actions played are others (the second round sees them), so the returns fall."""
+    config = env_config("orchestration_planning", {"split": "train", "task_pool": 20, "rounds": 2})
+    clean = expert_demonstrations(config, 3, seed=5)
+    noisy = expert_demonstrations(config, 3, seed=5, noise=1.0)
+    for agent in clean:
+        np.testing.assert_array_equal(clean[agent].actions, noisy[agent].actions)
+        first = slice(0, None, 2)  # the rows alternate an episode's rounds 1 and 2
+        np.testing.assert_array_equal(clean[agent].obs[OBS_KEY][first], noisy[agent].obs[OBS_KEY][first])
+    assert any(not np.array_equal(clean[a].obs[OBS_KEY][1::2], noisy[a].obs[OBS_KEY][1::2]) for a in clean)
+    assert sum(d.rewards.sum() for d in noisy.values()) < sum(d.rewards.sum() for d in clean.values())
+
+
+def test_dagger_plays_the_actors_actions_and_keeps_the_expert_as_label() -> None:
+    """DAgger's rollouts: the actions played are the player's (here every agent's first option,
+    which the second round's observations show as taken), the labels the expert's."""
+    config = env_config("orchestration_planning", {"split": "train", "task_pool": 20, "rounds": 2})
+    clean = expert_demonstrations(config, 2, seed=5)
+    first = expert_demonstrations(config, 2, seed=5, player=lambda obs: {a: np.array([0]) for a in obs})
+    taken = CONTEXT + CANDIDATE_FEATURES - 1  # option 0's "taken last round" feature
+    for agent in clean:
+        np.testing.assert_array_equal(clean[agent].actions, first[agent].actions)
+        assert (first[agent].obs[OBS_KEY][1::2, taken] == 1.0).all(), agent
+    assert any((clean[a].obs[OBS_KEY][1::2, taken] == 0.0).any() for a in clean)
+
+
+def test_sampled_actions_are_the_module_s_and_dagger_clones_again() -> None:
+    data = tiny(
+        "ippo",
+        "orchestration_planning",
+        kwargs={"task_pool": 4, "rounds": 2},
+        model={"hidden": [32], "candidate_features": CANDIDATE_FEATURES},
+        warm_start={"episodes": 3, "epochs": 2, "batch_size": 16, "dagger_rounds": 1},
+    )
+    t = trainer(data)
+    try:
+        assert set(t.warm_start) == {"shared", "shared (DAgger round 1)"}
+        module = t.runner.module["shared"]
+        player = SampledActions({"shared": module}, lambda agent: "shared")
+        demos = expert_demonstrations(t.config.env_config, 1, seed=9)
+        obs = {a: {k: v[0] for k, v in d.obs.items()} for a, d in demos.items()}
+        for agent, action in player(obs).items():
+            assert obs[agent][MASK_KEY][int(action[0])] == 1.0, agent
+    finally:
+        t.stop()
+
+
+def test_dagger_is_refused_where_the_team_clones_itself() -> None:
+    data = tiny(
+        "neuromas", "orchestration", kwargs={"level": 1}, warm_start={"episodes": 2, "dagger_rounds": 1}
+    )
+    with pytest.raises(ConfigError, match=r"^warm_start\.dagger_rounds: neuromas"):
+        build_ppo_config(validate_config(data))
+
+
+def test_a_random_valid_action_respects_the_mask() -> None:
+    generator = np.random.default_rng(0)
+    mask = np.array([0, 0, 1, 0, 1, 0, 0, 0], dtype=np.float32)
+    for space in (gym.spaces.Discrete(8), gym.spaces.MultiDiscrete([8])):
+        drawn = {
+            int(np.asarray(random_valid_action(space, {MASK_KEY: mask}, generator)).reshape(-1)[0])
+            for _ in range(40)
+        }
+        assert drawn == {2, 4}, space
+    split = gym.spaces.MultiDiscrete([2, 3])
+    both = np.array([0, 1, 1, 0, 0], dtype=np.float32)
+    assert all(random_valid_action(split, {MASK_KEY: both}, generator).tolist() == [1, 0] for _ in range(10))

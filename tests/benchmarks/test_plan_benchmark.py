@@ -66,3 +66,25 @@ def test_a_corpus_s_figures_with_and_without_the_description(bench: ModuleType, 
         planner.close()
     assert figures["cases"] == 1 and figures["solver_holds_examples"] == 1.0
     assert (figures["solver_exact"], figures["solver_exact_examples_only"]) == (1.0, 0.0)
+
+
+def test_a_corpus_of_your_own_is_a_folder_of_cases(
+    bench: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--corpora`` takes a corpus's name or a folder of cases (``examples/exports``, which the
+    synthesiser plans exactly given each case's description); anything else exits 2 naming it."""
+    exports = Path(__file__).resolve().parents[2] / "examples" / "exports"
+    assert bench.corpus_path("dev") == bench.CORPORA["dev"]
+    assert bench.corpus_path(str(exports)) == exports
+    assert bench.corpus_path(str(tmp_path)) is None
+    planner = Planner()
+    try:
+        figures = bench.corpus_figures(exports, planner, None)
+    finally:
+        planner.close()
+    assert figures["cases"] == 2 and figures["solver_exact"] == 1.0
+    monkeypatch.setattr("sys.argv", ["plan.py", "--corpora", str(tmp_path), "--no-env-gap"])
+    with pytest.raises(SystemExit) as exit_info:
+        bench.main()
+    assert exit_info.value.code == 2
+    assert f"--corpora: {tmp_path}: neither a corpus name nor a folder" in capsys.readouterr().err

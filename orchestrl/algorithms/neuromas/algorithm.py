@@ -237,6 +237,10 @@ def configure_neuromas(ppo: PPOConfig, knobs: NeuromasConfig, context: BuildCont
         ppo = with_team_credit(ppo, knobs, model_config, env)
     if context.warm_start.episodes:
         require_expert(env.name)
+    if context.warm_start.dagger_rounds:
+        raise ConfigError(
+            "warm_start.dagger_rounds: neuromas clones its team graph with its own loss, not DAgger"
+        )
     if not (context.warm_start.episodes or knobs.grow_from):
         return ppo
     hook = TeamWarmStart(knobs, context.warm_start, ppo.env_config, seed=seed, gamma=ppo.gamma)
@@ -309,7 +313,12 @@ class TeamWarmStart:
             env = NeuromasTeamEnv(self.env_config)
             try:
                 demos = collect_demonstrations(
-                    env, env.team_expert, self.settings.episodes, seed=self.seed, gamma=self.gamma
+                    env,
+                    env.team_expert,
+                    self.settings.episodes,
+                    seed=self.seed,
+                    gamma=self.gamma,
+                    noise=self.settings.noise,
                 )
             finally:
                 env.close()

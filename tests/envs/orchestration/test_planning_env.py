@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import io
+import math
 
 import numpy as np
 import pandas as pd
@@ -19,6 +20,7 @@ from orchestrl.envs.orchestration.planning.choices import (
     FEATURES,
     OPTIONS,
     STEP_KINDS,
+    TRIED,
     canonical,
     propose_choices,
 )
@@ -26,6 +28,7 @@ from orchestrl.envs.orchestration.planning.env import CANDIDATE_FEATURES, CONTEX
 from orchestrl.envs.orchestration.planning.grammar import files_task, generate
 from orchestrl.envs.orchestration.spec import FilterDuty, Role
 from orchestrl.envs.orchestration.synthesis.proposer import Option, Step
+from orchestrl.envs.orchestration.synthesis.search import finish, log_likelihood
 from orchestrl.envs.spaces import MASK_KEY, OBS_KEY
 
 SEEDS = (0, 1, 2, 3)
@@ -143,3 +146,26 @@ def test_bad_kwargs_are_refused_in_one_line():
         PlanningEnv(split="test")
     with pytest.raises(ValueError, match="rounds"):
         PlanningEnv(rounds=0)
+
+
+def test_after_a_round_each_option_is_tried_with_the_others_on_their_choices(env):
+    """Round 1 leaves out the label's filter; round 2 shows each of the filter agent's options tried
+    with its teammates on their round-1 choices (here a join that is not the list's first), so the
+    label's filter is shown as the move that gives the label's output (held, with its likelihood);
+    every other feature is as in round 1."""
+    task = generate("heldout", 1)
+    label = task.reference
+    assert label["join"] and label["filter_0"], "this test needs a label with a join and a filter"
+    slot, option = AGENTS.index("filter_0"), label["filter_0"]
+    first, _ = env.reset(options={"task": task})
+    second, *_ = env.step({a: np.array([0 if a == "filter_0" else label[a]]) for a in AGENTS})
+    before = first["filter_0"][OBS_KEY][CONTEXT:].reshape(OPTIONS, CANDIDATE_FEATURES)
+    after = second["filter_0"][OBS_KEY][CONTEXT:].reshape(OPTIONS, CANDIDATE_FEATURES)
+    done = finish(task.choices.table(label), task.examples, task.choices.facts, None)
+    assert done is not None
+    likelihood = math.exp(log_likelihood(done[2], task.examples))
+    assert after[option, TRIED].tolist() == pytest.approx([1.0, likelihood])
+    np.testing.assert_array_equal(before[:, TRIED], task.choices.features[slot][:, TRIED])
+    assert not np.array_equal(after[:, TRIED], before[:, TRIED])
+    np.testing.assert_array_equal(after[:, : TRIED.start], before[:, : TRIED.start])
+    assert after[0, FEATURES] == 1.0 and after[:, FEATURES].sum() == 1.0  # taken last round

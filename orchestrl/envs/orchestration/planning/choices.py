@@ -27,9 +27,11 @@ Features (:func:`features`) describe what each option does to the public inputs:
 the rows it keeps, whether it keeps the example rows' values and rows, the columns it touches and
 what the examples show of them.
 No prior and no search over combinations enters an observation: each option is tried alone, with
-the other agents on their lists' first options, and the output's shape deduced from the example
-rows (:func:`_tried`); whether an output then holds them, and how likely they are given it, are two
-of its features.
+the other agents on their lists' first options before the first round and on their last choices
+after it, and the output's shape deduced from the example rows (:func:`_tried`); whether an output
+then holds them, and how likely they are given it, are two of its features. After a round, that is
+what one agent changing its choice alone would give: the move a data engineer makes on a pipeline
+that almost works.
 """
 
 from __future__ import annotations
@@ -63,6 +65,8 @@ from orchestrl.envs.orchestration.synthesis.search import (
 
 AGENTS = ("clean_0", "clean_1", "clean_2", "join", "filter_0", "filter_1")
 """The planning team, one agent per decision (module docstring)."""
+FILTERING = AGENTS.index("filter_0")
+"""Agents before this position decide the table the filters read (cleanings and joins)."""
 TABLES = 3
 """Source tables a planning task has at most (one ``clean_i`` agent each)."""
 FILTERS = 32
@@ -90,6 +94,8 @@ STEP_KINDS = (
 )
 FEATURES = len(STEP_KINDS) + 23
 """Features per option (:func:`features`)."""
+TRIED = slice(FEATURES - 2, FEATURES)
+"""The two features of an option tried on the data (:func:`_tried`)."""
 
 
 def step_kind(step: Step) -> str:
@@ -128,8 +134,10 @@ class Choices:
     base: pd.DataFrame
     """The widest joined table (what the filters are proposed on)."""
     facts: Mapping[str, TargetFacts] = field(repr=False)
-    tried: dict[str, tuple[float, float]] = field(default_factory=dict, repr=False, compare=False)
-    """:func:`_tried`'s answers by option (the two filter agents list the same filters)."""
+    tried: dict[tuple[int, ...], tuple[float, float]] = field(default_factory=dict, repr=False, compare=False)
+    """:func:`_tried`'s answers by decisions (the two filters' in either order)."""
+    computed: dict[tuple[Any, ...], Any] = field(default_factory=dict, repr=False, compare=False)
+    """Tables computed on the public inputs, by the decisions they depend on (not pickled)."""
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -165,27 +173,52 @@ class Choices:
     def table(self, actions: Mapping[str, int]) -> pd.DataFrame:
         """The table the choices give, before the output's shape (in this process, on the public
         inputs; raises ``KeyError``/``ValueError`` where a step reads a column its input lacks)."""
-        cleaning, main = self.streams(actions)
-        tables = {n: run_steps(f, cleaning[n], {}) for n, f in self.sources.items()}
-        return run_steps(tables[self.names[0]], main, tables)
+        _, main = self.streams(actions)
+        joins = len(self.options["join"][int(actions.get("join", 0))].steps)
+        return run_steps(self.joined(actions), main[joins:], {})
 
-    @cached_property
-    def plain(self) -> pd.DataFrame:
-        """The table every agent's first option gives (no filter)."""
-        return self.table(dict.fromkeys(AGENTS, 0)).reset_index(drop=True)
+    def joined(self, actions: Mapping[str, int]) -> pd.DataFrame:
+        """The table the cleanings and the joins give, before any filter (computed once per task)."""
+        key = ("joined", *(int(actions.get(a, 0)) for a in AGENTS[:FILTERING]))
+        if key not in self.computed:
+            cleaning, main = self.streams(actions)
+            joins = len(self.options["join"][int(actions.get("join", 0))].steps)
+            tables = {n: self._cleaned(n, cleaning[n]) for n in self.names}
+            self.computed[key] = run_steps(tables[self.names[0]], main[:joins], tables).reset_index(drop=True)
+        return self.computed[key]
 
-    @cached_property
-    def plain_rows(self) -> tuple[list[list[tuple[str, Any]]], dict[str, list[str]]]:
-        """:func:`..synthesis.search.row_context` of :attr:`plain` (reused for its filtered tables)."""
-        return row_context(self.plain, self.examples, self.facts)
+    def _cleaned(self, name: str, steps: tuple[Step, ...]) -> pd.DataFrame:
+        key = ("cleaned", name, *(step_key(s) for s in steps))
+        if key not in self.computed:
+            self.computed[key] = run_steps(self.sources[name], steps, {})
+        return self.computed[key]
+
+    def rows(self, actions: Mapping[str, int]) -> tuple[list[list[tuple[str, Any]]], dict[str, list[str]]]:
+        """:func:`..synthesis.search.row_context` of :meth:`joined` (what :func:`..search.finish`
+        reuses on its filtered tables)."""
+        key = ("rows", *(int(actions.get(a, 0)) for a in AGENTS[:FILTERING]))
+        if key not in self.computed:
+            self.computed[key] = row_context(self.joined(actions), self.examples, self.facts)
+        return self.computed[key]
+
+    def tried_in(self, agent: str, taken: Mapping[str, int]) -> np.ndarray:
+        """``[OPTIONS, 2]``: :func:`_tried` of each of ``agent``'s options with the other agents on
+        ``taken`` (the features the env shows after a round)."""
+        out = np.zeros((OPTIONS, 2), dtype=np.float32)
+        for i in range(len(self.options[agent])):
+            out[i] = _tried(self, {**taken, agent: i})
+        return out
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "computed": {}}  # tables are recomputed, not pickled
 
     @cached_property
     def features(self) -> np.ndarray:
         """``[agents, OPTIONS, FEATURES]``: every option described (:func:`features`)."""
         out = np.zeros((len(AGENTS), OPTIONS, FEATURES), dtype=np.float32)
         for a, agent in enumerate(AGENTS):
-            for i, option in enumerate(self.options[agent]):
-                out[a, i] = features(self, agent, option)
+            for i in range(len(self.options[agent])):
+                out[a, i] = features(self, agent, i)
         return out
 
 
@@ -237,7 +270,7 @@ def _widest(
 
 
 # ------------------------------------------------------------------------------ features
-def features(choices: Choices, agent: str, option: Option) -> np.ndarray:
+def features(choices: Choices, agent: str, index: int) -> np.ndarray:
     """Public features of one option (:data:`FEATURES` floats in [-1, 1] or counts scaled):
 
     - ``[0, len(STEP_KINDS))``: how many steps of each kind it adds (halved);
@@ -250,7 +283,10 @@ def features(choices: Choices, agent: str, option: Option) -> np.ndarray:
       similarity; whether the example rows are the first rows it keeps (on the columns they share),
       how many rows it keeps per example row (inverted), and the share of the kept rows' values of
       a text column the example rows show that they do show (a whole small output shows them all);
-      tried alone (:func:`_tried`): an output holding the example rows exists, and their likelihood."""
+      tried with the other agents on their lists' first options (:func:`_tried`; after a round the
+      env shows it with the others on their choices, :meth:`Choices.tried_in`): an output holding
+      the example rows exists, and their likelihood."""
+    option = choices.options[agent][index]
     out = np.zeros(FEATURES, dtype=np.float32)
     for step in option.steps:
         out[STEP_KINDS.index(step_kind(step))] += 0.5
@@ -281,7 +317,7 @@ def features(choices: Choices, agent: str, option: Option) -> np.ndarray:
             out[k + 8] = float(column.isna().mean())
             out[k + 9] = math.log1p(column.nunique()) / math.log1p(max(len(column), 2))
             out[k + 10] = float(column.notna().all() and column.nunique() == len(column))
-    out[k + 21], out[k + 22] = _tried(choices, agent, option)
+    out[TRIED] = _tried(choices, {agent: index})
     last = option.steps[-1] if option.steps else None
     if last is not None and last.role is Role.FILTER:
         duty = last.duty
@@ -308,31 +344,27 @@ def features(choices: Choices, agent: str, option: Option) -> np.ndarray:
     return out
 
 
-def _tried(choices: Choices, agent: str, option: Option) -> tuple[float, float]:
-    """The option tried with every other agent on its list's first option, the output's shape
-    deduced from the example rows (:func:`..synthesis.search.finish`): whether an output holding
-    them exists, and how likely the example rows are given it (:func:`..search.log_likelihood`:
-    high when they are its first rows and few rows are left besides them). What a data engineer
-    sees by running one step on the data; nothing about the other agents' choices."""
-    key = json.dumps([agent.startswith("filter"), [step_key(s) for s in option.steps]])
+def _tried(choices: Choices, actions: Mapping[str, int]) -> tuple[float, float]:
+    """The decisions ``actions`` (the agents it leaves out on their lists' first options) run on the
+    public inputs, the output's shape deduced from the example rows (:func:`..search.finish`):
+    whether an output holding them exists, and how likely the example rows are given it
+    (:func:`..search.log_likelihood`: high when they are its first rows and few rows are left
+    besides them). What a data engineer sees by running one step on the data."""
+    decisions = [int(actions.get(a, 0)) for a in AGENTS]
+    key = (*decisions[:FILTERING], *sorted(decisions[FILTERING:]))
     if key not in choices.tried:
-        choices.tried[key] = _try(choices, agent, option)
+        choices.tried[key] = _try(choices, actions)
     return choices.tried[key]
 
 
-def _try(choices: Choices, agent: str, option: Option) -> tuple[float, float]:
-    filtering = agent.startswith("filter")
-    try:
-        if filtering:  # rows of the plain table: what finish found on it still applies
-            table = run_steps(choices.plain, option.steps, {}).reset_index(drop=True)
-        else:
-            actions = {**dict.fromkeys(AGENTS, 0), agent: choices.options[agent].index(option)}
-            table = choices.table(actions).reset_index(drop=True)
+def _try(choices: Choices, actions: Mapping[str, int]) -> tuple[float, float]:
+    try:  # the filters keep rows of the joined table: what finish found on it still applies
+        table = choices.table(actions).reset_index(drop=True)
+        rows, held = choices.rows(actions)
     except (KeyError, ValueError, TypeError):
         return 0.0, 0.0
     if table.empty:
         return 0.0, 0.0
-    rows, held = choices.plain_rows if filtering else (None, None)
     done = finish(table, choices.examples, choices.facts, None, rows, held)
     if done is None:
         return 0.0, 0.0

@@ -14,8 +14,11 @@ per round.
 one-hot, the round, a board every agent sees (the last round's pipeline was valid, its shape was
 deduced, the share of example rows its output holds, whether its columns are the target's, its row
 count against the filtered table's), then one row of :data:`.choices.FEATURES` public features per
-option plus whether the agent took it last round. A model reads it as a table of options
-(``model.candidate_features``: :data:`CANDIDATE_FEATURES`).
+option plus whether the agent took it last round. After a round, an option's two "tried" features
+are those of the option with the other agents on their last choices
+(:meth:`.choices.Choices.tried_in`): what changing this one decision would give, so a second round
+can mend the first. A model reads it as a table of options (``model.candidate_features``:
+:data:`CANDIDATE_FEATURES`).
 
 **Reward**: the score's improvement each round, so an episode's return is its final score: 1 when
 the output is the wanted table (the same columns and rows, in order), else a third of the share of
@@ -41,7 +44,7 @@ from pettingzoo import ParallelEnv
 from orchestrl.envs.counterfactual import CounterfactualOutcome, Edit, EditFamily, EditNotApplicable
 from orchestrl.envs.orchestration.actions import MaskedMultiDiscrete
 from orchestrl.envs.orchestration.executor import Executor, NodeCache
-from orchestrl.envs.orchestration.planning.choices import AGENTS, FEATURES, OPTIONS, Choices
+from orchestrl.envs.orchestration.planning.choices import AGENTS, FEATURES, OPTIONS, TRIED, Choices
 from orchestrl.envs.orchestration.planning.grammar import PlanningTask, files_task, generate
 from orchestrl.envs.orchestration.sandbox.pool import (
     SandboxPool,
@@ -306,6 +309,7 @@ class PlanningEnv(ParallelEnv):
         rows = np.zeros((OPTIONS, CANDIDATE_FEATURES), dtype=np.float32)
         rows[:, :FEATURES] = choices.features[slot]
         if agent in self._taken:
+            rows[:, TRIED] = choices.tried_in(agent, self._taken)
             rows[self._taken[agent], FEATURES] = 1.0
         vector = np.clip(np.concatenate([head, rows.reshape(-1)]), -10.0, 10.0)
         return {OBS_KEY: vector, MASK_KEY: choices.mask(agent)}
