@@ -1100,11 +1100,17 @@ def planning_section(d: dict[str, Any]) -> list[str]:
     ]
 
 
+def mean_of(rows: list[dict[str, Any]], key: str) -> float:
+    """The mean of ``key`` over ``rows`` (booleans count as 0/1)."""
+    return sum(float(r[key]) for r in rows) / max(len(rows), 1)
+
+
 def plan_section(d: dict[str, Any]) -> list[str]:
-    rows, misses = [], []
+    rows, misses, cases = [], [], []
     for name, c in d.items():
         if not (isinstance(c, dict) and "corpus" in c):
             continue  # the corpora, in the benchmark's order
+        cases += c["per_case"]
         rows.append(
             [
                 f"`{c['corpus']}` ({name})",
@@ -1150,6 +1156,16 @@ def plan_section(d: dict[str, Any]) -> list[str]:
             rows,
         ),
         "",
+        *(
+            [
+                f"Over all {len(cases)} cases: solver exact **{mean_of(cases, 'solver_exact'):.2f}**, "
+                f"examples only **{mean_of(cases, 'solver_exact_examples_only'):.2f}**, team exact "
+                f"**{mean_of(cases, 'team_exact'):.2f}**.",
+                "",
+            ]
+            if cases and all("team_exact" in r for r in cases)
+            else []
+        ),
         "Cases whose plan is not exact:",
         "",
         *misses,

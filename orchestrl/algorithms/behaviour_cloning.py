@@ -153,12 +153,11 @@ def random_valid_action(space: gym.Space, obs: Any, generator: np.random.Generat
     (any action when it has none, or one of another shape)."""
     space.seed(int(generator.integers(2**31)))
     mask = obs.get(MASK_KEY) if isinstance(obs, Mapping) else None
-    if mask is not None and isinstance(space, gym.spaces.Discrete | gym.spaces.MultiDiscrete):
-        flat = np.asarray(mask).reshape(-1).astype(np.int8)
-        if flat.size == int(np.sum(space.nvec if hasattr(space, "nvec") else space.n)):
-            if isinstance(space, gym.spaces.Discrete):
-                return space.sample(mask=flat)
-            return space.sample(mask=tuple(np.split(flat, np.cumsum(space.nvec)[:-1])))
+    flat = None if mask is None else np.asarray(mask).reshape(-1).astype(np.int8)
+    if isinstance(space, gym.spaces.Discrete) and flat is not None and flat.size == space.n:
+        return space.sample(mask=flat)
+    if isinstance(space, gym.spaces.MultiDiscrete) and flat is not None and flat.size == space.nvec.sum():
+        return space.sample(mask=tuple(np.split(flat, np.cumsum(space.nvec)[:-1])))
     return space.sample()
 
 
