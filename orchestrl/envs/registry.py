@@ -120,6 +120,22 @@ def _mpe(name: str, module: str, summary: str) -> EnvEntry:
     )
 
 
+def _orchestration(name: str, factory: str, summary: str) -> EnvEntry:
+    """A LEMON env: teams plan with ``orchestrl plan`` and ``/plan``, rounds are its horizon."""
+    return EnvEntry(
+        name=name,
+        factory=factory,
+        summary=summary,
+        family="orchestration",
+        horizon_key="rounds",
+        default_horizon=2,
+        endpoints=("orchestrl.apps.orchestration.plan:PlanEndpoint",),
+        commands={"plan": "orchestrl.apps.orchestration.cli:plan_command"},
+        # Generated tasks, shared by every run and process of a run dir (task_store.py).
+        run_dir_env={TASK_STORE_VAR: "cache/tasks"},
+    )
+
+
 def _mpe_batched(scenario: str, summary: str) -> EnvEntry:
     """An mpe2 scenario re-implemented as tensors over N copies (:mod:`orchestrl.envs.batched.mpe`)."""
     return EnvEntry(
@@ -157,34 +173,18 @@ ENVS: dict[str, EnvEntry] = {
             "simple_reference",
             "simple_reference as torch tensors over N copies per env runner (mpe2's maths)",
         ),
-        EnvEntry(
-            name="orchestration",
-            factory="orchestrl.envs.orchestration.env:OrchestrationEnv",
-            summary=(
-                "LEMON: agents write a data-pipeline spec that is compiled and run in a sandbox "
-                "(as root: PID/network namespaces, chroot, own uid; without root: rlimits and an "
-                "audit hook, a tripwire, not a boundary; sandbox_isolation: strict refuses that)"
-            ),
-            family="orchestration",
-            horizon_key="rounds",
-            default_horizon=2,
-            endpoints=("orchestrl.apps.orchestration.plan:PlanEndpoint",),
-            commands={"plan": "orchestrl.apps.orchestration.cli:plan_command"},
-            # Generated tasks, shared by every run and process of a run dir (task_store.py).
-            run_dir_env={TASK_STORE_VAR: "cache/tasks"},
+        _orchestration(
+            "orchestration",
+            "orchestrl.envs.orchestration.env:OrchestrationEnv",
+            "LEMON: agents write a data-pipeline spec that is compiled and run in a sandbox "
+            "(as root: PID/network namespaces, chroot, own uid; without root: rlimits and an "
+            "audit hook, a tripwire, not a boundary; sandbox_isolation: strict refuses that)",
         ),
-        EnvEntry(
-            name="orchestration_planning",
-            factory="orchestrl.envs.orchestration.planning.env:PlanningEnv",
-            summary=(
-                "LEMON on exports as people bring them: one agent per decision of the synthesiser's "
-                "proposer (each table's cleaning, the joins, two filters); the pipeline runs in the sandbox"
-            ),
-            family="orchestration",
-            horizon_key="rounds",
-            default_horizon=2,
-            endpoints=("orchestrl.apps.orchestration.plan:PlanEndpoint",),
-            commands={"plan": "orchestrl.apps.orchestration.cli:plan_command"},
+        _orchestration(
+            "orchestration_planning",
+            "orchestrl.envs.orchestration.planning.env:PlanningEnv",
+            "LEMON on exports as people bring them: one agent per decision of the synthesiser's "
+            "proposer (each table's cleaning, the joins, two filters); the pipeline runs in the sandbox",
         ),
         EnvEntry(
             name="text2sql",

@@ -53,7 +53,7 @@ from orchestrl.envs.orchestration.reward import UNSCORED, RewardConfig, Score, S
 from orchestrl.envs.orchestration.sandbox.pool import (
     SandboxPool,
     acquire_shared_pool,
-    check_isolation,
+    check_env_isolation,
     release_shared_pool,
 )
 from orchestrl.envs.orchestration.solver import Attempt, Solution, search, solve, solver_actions, spec_actions
@@ -164,9 +164,7 @@ class OrchestrationEnv(ParallelEnv):
             a: self.layout.space() for a in self.possible_agents
         }
         self._sandbox_workers = int(sandbox_workers)
-        if sandbox_isolation not in ("auto", "strict"):
-            raise ValueError(f"sandbox_isolation must be 'auto' or 'strict', not {sandbox_isolation!r}")
-        check_isolation(sandbox_isolation)  # strict without root fails here, in one line
+        check_env_isolation(sandbox_isolation)
         self._sandbox_isolation = sandbox_isolation
         self._pool: SandboxPool | None = None
         self._cache = NodeCache(cache_mb)

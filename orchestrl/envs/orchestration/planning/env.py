@@ -49,7 +49,7 @@ from orchestrl.envs.orchestration.planning.grammar import PlanningTask, files_ta
 from orchestrl.envs.orchestration.sandbox.pool import (
     SandboxPool,
     acquire_shared_pool,
-    check_isolation,
+    check_env_isolation,
     release_shared_pool,
 )
 from orchestrl.envs.orchestration.spec import OrchestrationSpec
@@ -98,9 +98,7 @@ class PlanningEnv(ParallelEnv):
             raise ValueError(f"rounds must be at least 1, not {rounds!r}")
         if not 0 <= int(task_pool) <= TASKS:
             raise ValueError(f"task_pool must be in [0, {TASKS}], not {task_pool!r}")
-        if sandbox_isolation not in ("auto", "strict"):
-            raise ValueError(f"sandbox_isolation must be 'auto' or 'strict', not {sandbox_isolation!r}")
-        check_isolation(sandbox_isolation)
+        check_env_isolation(sandbox_isolation)
         self.split, self.rounds, self.task_pool = split, int(rounds), int(task_pool)
         self.reference_metrics = bool(reference_metrics)
         self.render_mode = render_mode

@@ -617,6 +617,14 @@ def check_isolation(isolation: str) -> None:
         raise SandboxUnavailable(_strict_error(f"this process runs as uid {os.geteuid()}, not root"))
 
 
+def check_env_isolation(isolation: str) -> None:
+    """An env's ``sandbox_isolation`` kwarg: ``auto`` or ``strict`` (``process`` is not an env's
+    choice), then checked as :func:`check_isolation` (strict without root fails here, in one line)."""
+    if isolation not in ("auto", "strict"):
+        raise ValueError(f"sandbox_isolation must be 'auto' or 'strict', not {isolation!r}")
+    check_isolation(isolation)
+
+
 def _strict_error(why: str) -> str:
     return (
         f"sandbox isolation 'strict' needs PID and network namespaces, a chroot and a uid of its own "
