@@ -27,11 +27,12 @@ $(VENV)/.installed: pyproject.toml
 # last checkpoint (the newest run's), and scored on the export's whole wanted table.
 DEMO_TEAM = $$(ls -dt runs/experiments/lemon_planning_demo/*/checkpoints/iter_* | head -1)
 DEMO_EXPORT = examples/exports/bike_rentals
+DEMO_ASK = Total fare per station for completed rentals, each rental counted once, highest first.
 
 demo: install
 	$(BIN)/orchestrl train configs/lemon_planning_demo.yaml
 	$(BIN)/orchestrl plan --checkpoint "$(DEMO_TEAM)" --source rentals=$(DEMO_EXPORT)/rentals.csv \
-	    --target-example $(DEMO_EXPORT)/target_example.csv --out runs/plans/demo
+	    --target-example $(DEMO_EXPORT)/target_example.csv --description "$(DEMO_ASK)" --out runs/plans/demo
 	$(BIN)/python benchmarks/plan.py --corpora examples/exports --no-env-gap --checkpoint "$(DEMO_TEAM)"
 
 # Three tiers run at once (tools/test_tiers.py): the integration tests on one shared local Ray, the

@@ -19,8 +19,9 @@ first rows of the wanted table (``target_example.csv``) and the whole wanted tab
   ``solver_holds_examples``: share whose output held every example row (what ``plan`` reports as
   ``ok``: the gap to ``solver_exact`` is plans that hold the examples and are wrong);
   ``solver_exact_examples_only``: ``solver_exact`` without the description;
-- ``team_exact`` (with ``--checkpoint``): the same for the team's own spec, no fallback, and
-  ``team_executions_per_case``: the scored executions the team spends (its rounds);
+- ``team_exact`` (with ``--checkpoint``): the same for the team's own spec, no fallback, given the
+  same description (a planning team reads the filters it names); ``team_exact_examples_only``:
+  without it; ``team_executions_per_case``: the scored executions the team spends (its rounds);
 - ``solver_executions_per_case``: sandbox executions of whole pipelines (the synthesiser searches
   in process on the public inputs and runs its answer once);
 - ``seconds_per_case``: wall time of ``plan`` per case;
@@ -139,10 +140,9 @@ def corpus_figures(corpus: Path, planner: Planner, team: Planner | None) -> dict
             "seconds": round(seconds, 2),
         }
         if team is not None:
-            own = team.plan(
-                case["sources"], case["examples"], fallback=False, target_rows=case["target_rows"]
-            )
-            row["team_exact"] = score(case, own.spec_yaml)
+            for key, words in (("team_exact", case["description"]), ("team_exact_examples_only", None)):
+                own = team.plan(sources, examples, fallback=False, target_rows=size, description=words)
+                row[key] = score(case, own.spec_yaml)
         rows.append(row)
         print(json.dumps(row), file=sys.stderr, flush=True)
     n = max(len(rows), 1)
@@ -157,6 +157,7 @@ def corpus_figures(corpus: Path, planner: Planner, team: Planner | None) -> dict
     }
     if team is not None:
         out["team_exact"] = sum(r["team_exact"] for r in rows) / n
+        out["team_exact_examples_only"] = sum(r["team_exact_examples_only"] for r in rows) / n
         out["team_executions_per_case"] = float(team.raw.rounds)
     return out
 

@@ -1119,6 +1119,7 @@ def plan_section(d: dict[str, Any]) -> list[str]:
                 num(c.get("solver_exact_examples_only"), 2),
                 f"{c['solver_holds_examples']:.2f}",
                 num(c.get("team_exact"), 2),
+                num(c.get("team_exact_examples_only"), 2),
                 f"{c['seconds_per_case']:.1f} s",
             ]
         )
@@ -1135,7 +1136,8 @@ def plan_section(d: dict[str, Any]) -> list[str]:
         "few example rows and the case's description, the user's words, as `plan --description`); "
         "*examples only*: the same without the description. "
         "*Team exact*: a planning team's own spec (env `orchestration_planning`, "
-        "`configs/lemon_planning.yaml`), no fallback"
+        "`configs/lemon_planning.yaml`), given the same description, no fallback (*team, examples "
+        "only*: without the description)"
         + (
             f" ({team_name(d['checkpoint'])}, "
             f"{d['heldout'].get('team_executions_per_case', 0):.0f} scored executions per case)."
@@ -1151,6 +1153,7 @@ def plan_section(d: dict[str, Any]) -> list[str]:
                 "examples only",
                 "holds the examples",
                 "team exact",
+                "team, examples only",
                 "time per case",
             ],
             rows,
@@ -1160,7 +1163,12 @@ def plan_section(d: dict[str, Any]) -> list[str]:
             [
                 f"Over all {len(cases)} cases: solver exact **{mean_of(cases, 'solver_exact'):.2f}**, "
                 f"examples only **{mean_of(cases, 'solver_exact_examples_only'):.2f}**, team exact "
-                f"**{mean_of(cases, 'team_exact'):.2f}**.",
+                f"**{mean_of(cases, 'team_exact'):.2f}**"
+                + (
+                    f", team examples only **{mean_of(cases, 'team_exact_examples_only'):.2f}**."
+                    if all("team_exact_examples_only" in r for r in cases)
+                    else "."
+                ),
                 "",
             ]
             if cases and all("team_exact" in r for r in cases)

@@ -274,8 +274,8 @@ class Planner:
         """The team's spec for ``sources`` and ``examples`` (module docstring), checked in the
         sandbox; ``target_rows``: the wanted table's row count, when known; ``deadline``: the
         ``time.monotonic()`` after which the synthesiser's search stops with what it has;
-        ``description``: what the user wants, in their words (the synthesiser reads the values,
-        bounds and columns it names as filters)."""
+        ``description``: what the user wants, in their words (the synthesiser, and a planning team,
+        read the values, bounds and columns it names as filters)."""
         from orchestrl.envs.orchestration import byexample
         from orchestrl.envs.orchestration.synthesis import synthesise
         from orchestrl.envs.orchestration.synthesis.evidence import unproducible
@@ -294,7 +294,7 @@ class Planner:
         files_task = getattr(self.raw, "files_task", None) if self.policy is not None else None
         try:
             if files_task is not None:
-                task = files_task(sources, examples)
+                task = files_task(sources, examples, description)
             else:
                 task = byexample.public_task(sources, examples, level=self.level)
         except ValueError as err:

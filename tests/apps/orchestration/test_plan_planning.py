@@ -49,13 +49,16 @@ def test_a_planning_team_plans_a_users_files(team: Path, tmp_path: Path) -> None
 
 
 def test_the_team_writes_the_label_of_a_task_it_was_trained_on(team: Path) -> None:
-    """Cloned on its training tasks, the team's own spec (no fallback) holds the examples of most."""
+    """Cloned on its training tasks, the team's own spec (no fallback) holds the examples of most;
+    the user's words reach the team's task as they reached it in training."""
     planner = Planner.from_team(find_team(str(team)))
     try:
         held = 0
         for seed in range(6):
             task = generate("train", seed)
-            plan = planner.plan(task.sources, task.examples, fallback=False)
+            plan = planner.plan(task.sources, task.examples, fallback=False, description=task.description)
+            assert planner.raw.task.description == task.description
+            assert planner.raw.task.choices.options == task.choices.options
             held += plan.by == "team" and plan.match.ok
     finally:
         planner.close()

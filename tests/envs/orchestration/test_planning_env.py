@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 from orchestrl.envs.counterfactual import Edit, EditNotApplicable
-from orchestrl.envs.orchestration.planning import grammar
+from orchestrl.envs.orchestration.planning import grammar, requests
 from orchestrl.envs.orchestration.planning.choices import (
     AGENTS,
     FEATURES,
@@ -27,7 +27,8 @@ from orchestrl.envs.orchestration.planning.choices import (
 from orchestrl.envs.orchestration.planning.env import CANDIDATE_FEATURES, CONTEXT, PlanningEnv
 from orchestrl.envs.orchestration.planning.grammar import files_task, generate
 from orchestrl.envs.orchestration.spec import FilterDuty, Role
-from orchestrl.envs.orchestration.synthesis.proposer import Option, Step
+from orchestrl.envs.orchestration.synthesis.proposer import Option, Step, filters, requested
+from orchestrl.envs.orchestration.synthesis.request import Request
 from orchestrl.envs.orchestration.synthesis.search import finish, log_likelihood
 from orchestrl.envs.spaces import MASK_KEY, OBS_KEY
 
@@ -76,8 +77,9 @@ def test_the_label_writes_the_wanted_table(env, seed):
 def test_a_generated_task_through_csv_files_gives_the_same_observation(env):
     """What ``orchestrl plan`` reads (CSV files) is what training saw: the same options, the same
     features, the same observation."""
-    task = generate("train", 7)
-    files = files_task({n: csv_round_trip(f) for n, f in task.sources.items()}, csv_round_trip(task.examples))
+    task = next(t for t in map(lambda s: generate("train", s), range(7, 40)) if t.description)
+    sources = {n: csv_round_trip(f) for n, f in task.sources.items()}
+    files = files_task(sources, csv_round_trip(task.examples), task.description)
     actions = task.reference
     for mine, theirs in zip(play(env, task, actions), play(env, files, actions), strict=True):
         for agent in mine:
@@ -115,9 +117,76 @@ def test_options_are_in_canonical_order_whatever_the_prior():
             assert tuple(options) == canonical(options), agent
 
 
+REQUESTED = FEATURES - 3
+"""The feature that says the user's request names a filter (:func:`.choices.features`)."""
+
+
+def test_a_request_names_its_filters_first_and_the_feature_says_so():
+    """A filter the user's words name is listed and flagged, whatever its prior; without words no
+    filter is flagged."""
+    rows = 40
+    sources = {
+        "orders": pd.DataFrame(
+            {
+                "order_id": range(rows),
+                "region": ["North", "South", "East", "West"] * 10,
+                "status": ["paid", "paid", "void", "paid", "refunded"] * 8,
+                "amount": [float(10 + 7 * i % 90) for i in range(rows)],
+            }
+        )
+    }
+    wanted = sources["orders"].query("region == 'East' and status != 'refunded' and amount >= 50")
+    examples = wanted.head(5)[["order_id", "amount"]]
+    plain = propose_choices(sources, examples)
+    asked = propose_choices(sources, examples, "Orders from the East. Not refunded. Amount of 50 or more.")
+    names = {o.label: i for i, o in enumerate(asked.options["filter_0"])}
+    for label in (
+        "region eq East (requested)",
+        "status ne refunded (requested)",
+        "amount ge 50.0 (requested)",
+    ):
+        assert label in names, sorted(names)
+        assert asked.features[AGENTS.index("filter_0"), names[label], REQUESTED] == 1.0, label
+    assert not plain.features[:, :, REQUESTED].any()
+    assert asked.features[AGENTS.index("filter_0"), 0, REQUESTED] == 0.0  # "no filter"
+
+
+@pytest.mark.parametrize(
+    "op,value",
+    [
+        ("eq", "Paid"),
+        ("ne", "Void"),
+        ("in", ("North", "West")),
+        ("ge", 1500.0),
+        ("lt", 20.0),
+        ("notnull", None),
+    ],
+)
+def test_a_generated_request_is_read_back_as_the_filter_it_names(monkeypatch, op, value):
+    """:func:`.requests.describe` writes each kind of filter in words that
+    :class:`..synthesis.request.Request` reads back as that filter."""
+    monkeypatch.setattr(requests, "DESCRIBED", 1.0)
+    monkeypatch.setattr(requests, "NAMED", 1.0)
+    column = {"eq": "Pay Status", "ne": "Pay Status", "in": "sales_region", "notnull": "Contact Email"}
+    frame = pd.DataFrame(
+        {
+            "Pay Status": ["Paid", "Void", "Open", "Paid"] * 25,
+            "sales_region": ["North", "South", "East", "West"] * 25,
+            "Order Value": [float(i * 37 % 3000) for i in range(100)],
+            "Contact Email": [None if i % 7 == 0 else f"p{i}@x.org" for i in range(100)],
+        }
+    )
+    name = column.get(op, "Order Value")
+    step = Step(Role.FILTER, FilterDuty(column=name, op=op, value=value))
+    for seed in range(8):  # every wording
+        words = requests.describe([step], (), np.random.default_rng(seed))
+        listed = [o for o in filters(frame, frame.head(0), Request.read(words)) if requested(o)]
+        assert any(o.steps == (step,) for o in listed), (words, [o.label for o in listed])
+
+
 def test_features_read_the_public_inputs_and_pad_with_zeros():
     task = generate("train", 3)
-    choices = propose_choices(task.sources, task.examples)
+    choices = propose_choices(task.sources, task.examples, task.description)
     assert choices.features.shape == (len(AGENTS), OPTIONS, FEATURES)
     np.testing.assert_array_equal(choices.features, task.choices.features)
     for a, agent in enumerate(AGENTS):

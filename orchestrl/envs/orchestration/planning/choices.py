@@ -12,7 +12,8 @@ One proposer serves the env's generated tasks and users' files alike: the option
 - ``join``: how the other tables merge into the fact stream (:func:`..search.join_plans`, on the
   tables as rewritten);
 - ``filter_0``, ``filter_1``: one filter each, or none (a conjunction of two), among the
-  :data:`FILTERS` likeliest single filters of the widest joined table.
+  :data:`FILTERS` likeliest single filters of the widest joined table (those the user's request
+  names first, :mod:`..synthesis.request`, when there is one).
 
 Everything after the filters (the output's shape: rows or groups, order, top-k, rounding and the
 select that names the target's columns) is deduced from the example rows by
@@ -25,7 +26,7 @@ column and value), so a slot's position says nothing about the prior. Option 0 o
 "no step" where that is a choice (filters), else the list's first entry in canonical order.
 Features (:func:`features`) describe what each option does to the public inputs: its steps' kinds,
 the rows it keeps, whether it keeps the example rows' values and rows, the columns it touches and
-what the examples show of them.
+what the examples show of them, whether the user's request names it.
 No prior and no search over combinations enters an observation: each option is tried alone, with
 the other agents on their lists' first options before the first round and on their last choices
 after it, and the output's shape deduced from the example rows (:func:`_tried`); whether an output
@@ -53,7 +54,15 @@ from orchestrl.envs.orchestration.synthesis.evidence import (
     name_similarity,
     target_facts,
 )
-from orchestrl.envs.orchestration.synthesis.proposer import Option, Step, cleanings, filters, rewrites
+from orchestrl.envs.orchestration.synthesis.proposer import (
+    Option,
+    Step,
+    cleanings,
+    filters,
+    requested,
+    rewrites,
+)
+from orchestrl.envs.orchestration.synthesis.request import Request
 from orchestrl.envs.orchestration.synthesis.search import (
     CLEANINGS,
     finish,
@@ -92,7 +101,7 @@ STEP_KINDS = (
     "lt",
     "notnull",
 )
-FEATURES = len(STEP_KINDS) + 23
+FEATURES = len(STEP_KINDS) + 24
 """Features per option (:func:`features`)."""
 TRIED = slice(FEATURES - 2, FEATURES)
 """The two features of an option tried on the data (:func:`_tried`)."""
@@ -222,9 +231,12 @@ class Choices:
         return out
 
 
-def propose_choices(sources: Mapping[str, pd.DataFrame], examples: pd.DataFrame) -> Choices:
-    """Every agent's options for ``sources`` (the fact table first) and ``examples`` (module
-    docstring). Deterministic; reads nothing but these."""
+def propose_choices(
+    sources: Mapping[str, pd.DataFrame], examples: pd.DataFrame, description: str | None = None
+) -> Choices:
+    """Every agent's options for ``sources`` (the fact table first), ``examples`` and the user's
+    ``description`` of what they want, when given (module docstring). Deterministic; reads nothing
+    but these."""
     names = list(sources)[:TABLES]
     facts = target_facts(examples)
     rewritten: dict[str, pd.DataFrame] = {}
@@ -247,7 +259,7 @@ def propose_choices(sources: Mapping[str, pd.DataFrame], examples: pd.DataFrame)
     plans = join_plans(rewritten[names[0]], rewritten, names, target)[:JOINS]
     options["join"] = canonical(plans)
     base = _widest(rewritten, names, options["join"])
-    singles = filters(base, examples)[:FILTERS]
+    singles = filters(base, examples, Request.read(description))[:FILTERS]
     listed = (NONE, *canonical(singles))
     options["filter_0"] = options["filter_1"] = listed
     frames = {n: sources[n] for n in names}
@@ -282,10 +294,11 @@ def features(choices: Choices, agent: str, index: int) -> np.ndarray:
       how round it is; for a set: equal to the values shown; for a join: key overlap, key name
       similarity; whether the example rows are the first rows it keeps (on the columns they share),
       how many rows it keeps per example row (inverted), and the share of the kept rows' values of
-      a text column the example rows show that they do show (a whole small output shows them all);
-      tried with the other agents on their lists' first options (:func:`_tried`; after a round the
-      env shows it with the others on their choices, :meth:`Choices.tried_in`): an output holding
-      the example rows exists, and their likelihood."""
+      a text column the example rows show that they do show (a whole small output shows them all),
+      whether the user's request names it (a filter); tried with the other agents on their lists'
+      first options (:func:`_tried`; after a round the env shows it with the others on their
+      choices, :meth:`Choices.tried_in`): an output holding the example rows exists, and their
+      likelihood."""
     option = choices.options[agent][index]
     out = np.zeros(FEATURES, dtype=np.float32)
     for step in option.steps:
@@ -306,6 +319,7 @@ def features(choices: Choices, agent: str, index: int) -> np.ndarray:
     out[k + 18] = float(_heads(kept, choices.examples))
     out[k + 19] = min(len(choices.examples) / max(len(kept), 1), 1.0)
     out[k + 20] = _shown_cover(kept, choices.examples)
+    out[k + 21] = float(requested(option))
     columns = _columns_touched(option)
     target = [str(c) for c in choices.examples.columns]
     if columns:

@@ -205,9 +205,12 @@ class PlanningEnv(ParallelEnv):
         return {a: np.array([reference[a]], dtype=np.int64) for a in self.possible_agents}
 
     @staticmethod
-    def files_task(sources: Mapping[str, pd.DataFrame], examples: pd.DataFrame) -> PlanningTask:
-        """A user's files as a task of this env (what ``orchestrl plan`` plays)."""
-        return files_task(sources, examples)
+    def files_task(
+        sources: Mapping[str, pd.DataFrame], examples: pd.DataFrame, description: str | None = None
+    ) -> PlanningTask:
+        """A user's files, and what they asked for in words, as a task of this env (what
+        ``orchestrl plan`` plays)."""
+        return files_task(sources, examples, description)
 
     # -- the counterfactual protocol (orchestrl.envs.counterfactual) -------------------------------
     def counterfactual_spec(self) -> OrchestrationSpec | None:

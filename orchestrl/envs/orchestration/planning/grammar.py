@@ -1,10 +1,10 @@
 """Planning tasks drawn from one grammar: exports as people bring them, a pipeline the proposer can
 write, and the wanted table it makes.
 
-A task (:class:`PlanningTask`) holds public inputs (source tables, the fact table first, and the
-first rows of the wanted table) and a hidden part (the whole wanted table, and the team's actions
-that write the generator's pipeline), which only scores and labels. Generation
-(:func:`generate`), reproducible from ``(split, seed)``:
+A task (:class:`PlanningTask`) holds public inputs (source tables, the fact table first, the
+first rows of the wanted table, and what the user asked for in words when they said) and a hidden
+part (the whole wanted table, and the team's actions that write the generator's pipeline), which
+only scores and labels. Generation (:func:`generate`), reproducible from ``(split, seed)``:
 
 1. an export of one to three tables from one of the business domains of :mod:`.exports`, clean
    or with the dirt real exports have;
@@ -15,7 +15,9 @@ that write the generator's pipeline), which only scores and labels. Generation
    two numbers named as people name it, sorted and cut to the top few or not), or groups by one or
    two categories with one or two aggregates named as people name them (``Total Amount``,
    ``avg_price``, ``n_orders``), means rounded to cents, sorted by the first or not;
-4. the wanted table is that pipeline's output and the example rows its first five.
+4. the wanted table is that pipeline's output and the example rows its first five;
+5. for a share of tasks, the request a person would write beside them (:mod:`.requests`): the
+   wanted table in a phrase, and most of the filters in words.
 
 A draw is kept only when the public inputs can express it: every decision is among the options
 proposed from the public inputs (now with the example rows), and the output's shape deduced from
@@ -26,17 +28,16 @@ table. Several decisions may give the same table: the label is the generator's, 
 from __future__ import annotations
 
 import functools
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from orchestrl.envs.orchestration.planning.choices import AGENTS, Choices, propose_choices
 from orchestrl.envs.orchestration.planning.exports import generate_sources
+from orchestrl.envs.orchestration.planning.requests import describe, words
 from orchestrl.envs.orchestration.spec import AggregateDuty, DeriveDuty, Role, SelectDuty, TopKDuty
 from orchestrl.envs.orchestration.synthesis.proposer import Step
 from orchestrl.envs.orchestration.synthesis.search import finish, run_steps
@@ -65,10 +66,12 @@ class PlanningTask:
     target: pd.DataFrame | None = None
     reference: Mapping[str, int] | None = None
     """The actions that write the generator's pipeline (the cloning label)."""
+    description: str | None = None
+    """What the user asked for, in their words (public; None when they gave only the examples)."""
 
     @cached_property
     def choices(self) -> Choices:
-        return propose_choices(self.sources, self.examples)
+        return propose_choices(self.sources, self.examples, self.description)
 
     @property
     def target_columns(self) -> tuple[str, ...]:
@@ -80,10 +83,13 @@ class PlanningTask:
         return pickled_sources(self.sources)
 
 
-def files_task(sources: Mapping[str, pd.DataFrame], examples: pd.DataFrame) -> PlanningTask:
+def files_task(
+    sources: Mapping[str, pd.DataFrame], examples: pd.DataFrame, description: str | None = None
+) -> PlanningTask:
     """A task of a user's files: public inputs only (nothing scores it)."""
     frames = {str(n): f.reset_index(drop=True) for n, f in sources.items()}
-    return PlanningTask("files", 0, "user", frames, examples.reset_index(drop=True))
+    examples = examples.reset_index(drop=True)
+    return PlanningTask("files", 0, "user", frames, examples, description=description)
 
 
 def generate(split: str, seed: int) -> PlanningTask:
@@ -141,11 +147,13 @@ def _draw(rng: np.random.Generator, split: str, seed: int) -> PlanningTask | Non
     if len(target) < 3 or target.isna().any().any():
         return None
     examples = target.head(EXAMPLE_ROWS).reset_index(drop=True)
-    choices = propose_choices(sources, examples)
+    _, main = draft.streams(actions)
+    description = describe([s for s in main if s.role is Role.FILTER], post, rng)
+    choices = propose_choices(sources, examples, description)
     reference = _label(draft, choices, actions)
     if reference is None:
         return None
-    task = PlanningTask(split, seed, export.domain, sources, examples, target, reference)
+    task = PlanningTask(split, seed, export.domain, sources, examples, target, reference, description)
     task.__dict__["choices"] = choices  # what the cached property would compute again
     return task if _deducible(task, reference) else None
 
@@ -272,12 +280,6 @@ def _groups(
 
 
 STYLES = ("snake", "title", "lower", "camel")
-
-
-def words(name: Any) -> list[str]:
-    """A column name's words, lower case (``'Unit Price'``, ``unit_price``, ``unitPrice``)."""
-    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", str(name))
-    return [w.lower() for w in re.split(r"[^A-Za-z0-9]+", spaced) if w]
 
 
 def styled(parts: list[str], style: str) -> str:

@@ -368,7 +368,16 @@ def _requested(
             out.append(("in", rest))
     prior = math.log(FILTER_PRIOR["eq"] * MENTION_ODDS)
     named = [_filter(name, op, value, "eq") for op, value in out]
-    return [Option(prior, o.steps, o.label + " (requested)") for o in named]
+    return [Option(prior, o.steps, o.label + REQUESTED) for o in named]
+
+
+REQUESTED = " (requested)"
+"""The end of the label of a filter the user's request names (:func:`requested`)."""
+
+
+def requested(option: Option) -> bool:
+    """Whether ``option`` is a filter the user's request names (:func:`_requested`)."""
+    return option.label.endswith(REQUESTED)
 
 
 def _loose_bounds(

@@ -1,0 +1,118 @@
+"""What a person writes when they ask for the wanted table: a generated task's request in words.
+
+People who bring an export often say what they want in a sentence or two beside the example rows
+("total sales per region, not the cancelled ones; orders of 50 or more"). :func:`describe` writes
+such a request for a generated task from its hidden pipeline: the wanted table in a phrase (its
+measures, per which keys, highest first) and, each with probability :data:`NAMED`, the filters it
+keeps rows by, in the ways :mod:`..synthesis.request` reads (a value kept or left out, a bound with
+the column's words beside it, a column that must be filled). Only English function words are
+used; every other word comes from the task's own column names and values. A request is drawn for a
+share of tasks (:data:`DESCRIBED`); the rest have only the example rows, as many users give.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from orchestrl.envs.orchestration.spec import Role
+from orchestrl.envs.orchestration.synthesis.proposer import Step
+
+DESCRIBED = 0.5
+"""Share of generated tasks that come with a request in words."""
+NAMED = 0.85
+"""Probability that a request names one of the pipeline's filters (people leave some out)."""
+
+KEEP = ("only {v}", "just the {v} ones", "for {v}", "{v} only", "the {v} ones")
+LEAVE_OUT = ("not {v}", "leave out {v}", "excluding {v}", "ignore the {v} ones", "{v} doesn't count")
+AT_LEAST = ("{c} of {n} or more", "at least {n} {c}", "{c} {n} and above", "with {c} of at least {n}")
+BELOW = ("{c} under {n}", "less than {n} {c}", "with {c} below {n}", "{c} lower than {n}")
+FILLED = ("skip rows with no {c}", "leave out those without a {c}", "ignore any with no {c}")
+PER = ("{m} per {k}", "{m} by {k}", "for each {k}, the {m}")
+ORDER = ("highest first", "biggest first", "sorted by {m}")
+
+
+def describe(filters: Sequence[Step], shape: Sequence[Step], rng: np.random.Generator) -> str | None:
+    """A request for the wanted table that ``filters`` then ``shape`` make, or None (no request:
+    :data:`DESCRIBED`)."""
+    if rng.random() >= DESCRIBED:
+        return None
+    sentences = [_wanted(shape, rng)]
+    for step in filters:
+        if rng.random() < NAMED:
+            sentences.append(_filter(step, rng))
+    return ". ".join(s[0].upper() + s[1:] for s in sentences if s) + "."
+
+
+def _wanted(shape: Sequence[Step], rng: np.random.Generator) -> str:
+    """The wanted table in a phrase: its measures per its keys, or its columns, and its order."""
+    kinds = {step.role for step in shape}
+    if Role.AGGREGATE in kinds:
+        duty = next(s.duty for s in shape if s.role is Role.AGGREGATE)
+        measures = [duty.name, *(m[0] for m in duty.more)]
+        phrase = _pick(PER, rng).format(m=_and(measures), k=_and(list(duty.by)))
+    else:
+        select = next((s.duty for s in shape if s.role is Role.SELECT), None)
+        columns = [c for c, _ in select.columns] if select is not None else []
+        phrase = "the " + _and(columns) if columns else ""
+    if Role.TOPK in kinds and rng.random() < 0.6:
+        top = next(s.duty for s in shape if s.role is Role.TOPK)
+        if top.k is not None:
+            phrase = f"top {top.k}: {phrase}"
+        elif not top.ascending:
+            phrase += ", " + _pick(ORDER, rng).format(m=_words(top.column))
+    return phrase
+
+
+def _filter(step: Step, rng: np.random.Generator) -> str:
+    duty = step.duty
+    column = _words(duty.column)
+    if duty.op == "eq":
+        return _pick(KEEP, rng).format(v=_value(duty.value, rng))
+    if duty.op == "ne":
+        return _pick(LEAVE_OUT, rng).format(v=_value(duty.value, rng))
+    if duty.op == "in":
+        return _pick(KEEP, rng).format(v=_or([_value(v, rng) for v in duty.value]))
+    if duty.op in ("ge", "gt"):
+        return _pick(AT_LEAST, rng).format(c=column, n=_number(float(duty.value), rng))
+    if duty.op in ("lt", "le"):
+        return _pick(BELOW, rng).format(c=column, n=_number(float(duty.value), rng))
+    if duty.op == "notnull":
+        return _pick(FILLED, rng).format(c=column.split()[-1] if column else "value")
+    return ""
+
+
+def _pick(phrases: Sequence[str], rng: np.random.Generator) -> str:
+    return phrases[int(rng.integers(len(phrases)))]
+
+
+def words(name: Any) -> list[str]:
+    """A column name's words, lower case (``'Unit Price'``, ``unit_price``, ``unitPrice``)."""
+    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", str(name))
+    return [w.lower() for w in re.split(r"[^A-Za-z0-9]+", spaced) if w]
+
+
+def _words(name: str) -> str:
+    return " ".join(words(name))
+
+
+def _value(value: object, rng: np.random.Generator) -> str:
+    text = str(value).strip()
+    return text.lower() if rng.random() < 0.5 else text
+
+
+def _number(value: float, rng: np.random.Generator) -> str:
+    text = f"{value:,.10g}" if rng.random() < 0.5 else f"{value:.10g}"
+    return text
+
+
+def _and(items: Sequence[str]) -> str:
+    items = [_words(i) for i in items]
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def _or(items: Sequence[str]) -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " or " + items[-1]
