@@ -117,8 +117,9 @@ def test_options_are_in_canonical_order_whatever_the_prior():
             assert tuple(options) == canonical(options), agent
 
 
-REQUESTED = FEATURES - 3
-"""The feature that says the user's request names a filter (:func:`.choices.features`)."""
+REQUESTED, PLACE = FEATURES - 4, FEATURES - 3
+"""The features that say the user's request names a filter, and an option's place in its list
+(:func:`.choices.features`)."""
 
 
 def test_a_request_names_its_filters_first_and_the_feature_says_so():
@@ -149,6 +150,8 @@ def test_a_request_names_its_filters_first_and_the_feature_says_so():
         assert asked.features[AGENTS.index("filter_0"), names[label], REQUESTED] == 1.0, label
     assert not plain.features[:, :, REQUESTED].any()
     assert asked.features[AGENTS.index("filter_0"), 0, REQUESTED] == 0.0  # "no filter"
+    places = asked.features[AGENTS.index("filter_0"), : len(names), PLACE]
+    assert (np.diff(places) > 0).all()  # two agents with one list can agree on two of its entries
 
 
 @pytest.mark.parametrize(

@@ -26,7 +26,7 @@ column and value), so a slot's position says nothing about the prior. Option 0 o
 "no step" where that is a choice (filters), else the list's first entry in canonical order.
 Features (:func:`features`) describe what each option does to the public inputs: its steps' kinds,
 the rows it keeps, whether it keeps the example rows' values and rows, the columns it touches and
-what the examples show of them, whether the user's request names it.
+what the examples show of them, whether the user's request names it, and its place in the list.
 No prior and no search over combinations enters an observation: each option is tried alone, with
 the other agents on their lists' first options before the first round and on their last choices
 after it, and the output's shape deduced from the example rows (:func:`_tried`); whether an output
@@ -101,7 +101,7 @@ STEP_KINDS = (
     "lt",
     "notnull",
 )
-FEATURES = len(STEP_KINDS) + 24
+FEATURES = len(STEP_KINDS) + 25
 """Features per option (:func:`features`)."""
 TRIED = slice(FEATURES - 2, FEATURES)
 """The two features of an option tried on the data (:func:`_tried`)."""
@@ -295,7 +295,9 @@ def features(choices: Choices, agent: str, index: int) -> np.ndarray:
       similarity; whether the example rows are the first rows it keeps (on the columns they share),
       how many rows it keeps per example row (inverted), and the share of the kept rows' values of
       a text column the example rows show that they do show (a whole small output shows them all),
-      whether the user's request names it (a filter); tried with the other agents on their lists'
+      whether the user's request names it (a filter), its place in the list (canonical order: what
+      lets two agents with the same list agree to take different entries, as the two filter agents
+      must for a conjunction); tried with the other agents on their lists'
       first options (:func:`_tried`; after a round the env shows it with the others on their
       choices, :meth:`Choices.tried_in`): an output holding the example rows exists, and their
       likelihood."""
@@ -320,6 +322,7 @@ def features(choices: Choices, agent: str, index: int) -> np.ndarray:
     out[k + 19] = min(len(choices.examples) / max(len(kept), 1), 1.0)
     out[k + 20] = _shown_cover(kept, choices.examples)
     out[k + 21] = float(requested(option))
+    out[k + 22] = index / OPTIONS
     columns = _columns_touched(option)
     target = [str(c) for c in choices.examples.columns]
     if columns:

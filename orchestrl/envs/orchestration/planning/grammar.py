@@ -164,11 +164,14 @@ def _decisions(choices: Choices, rng: np.random.Generator) -> dict[str, int]:
     actions = {a: int(rng.integers(len(choices.options[a]))) for a in AGENTS if not a.startswith("filter")}
     listed = choices.options["filter_0"]
     kept = np.array([len(run_steps(choices.base, o.steps, {})) for o in listed[1:]], dtype=float)
-    count = int(rng.choice([0, 1, 2], p=[0.3, 0.45, 0.25])) if kept.sum() else 0
-    count = min(count, int((kept > 0).sum()))
-    picked = sorted(int(i) + 1 for i in rng.choice(len(kept), size=count, replace=False, p=kept / kept.sum()))
-    if len({listed[i].steps[0].duty.column for i in picked}) < len(picked):
-        picked = picked[:1]
+    count = int(rng.choice([0, 1, 2], p=[0.3, 0.4, 0.3])) if kept.sum() else 0
+    picked: list[int] = []
+    for _ in range(count):  # the second on another column
+        columns = {listed[i].steps[0].duty.column for i in picked}
+        weights = np.array([w * (o.steps[0].duty.column not in columns) for w, o in zip(kept, listed[1:])])
+        if weights.sum():
+            picked.append(int(rng.choice(len(kept), p=weights / weights.sum())) + 1)
+    picked.sort()
     actions["filter_0"] = picked[0] if picked else 0
     actions["filter_1"] = picked[1] if len(picked) > 1 else 0
     return actions
