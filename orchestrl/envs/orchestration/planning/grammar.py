@@ -168,7 +168,9 @@ def _decisions(choices: Choices, rng: np.random.Generator) -> dict[str, int]:
     picked: list[int] = []
     for _ in range(count):  # the second on another column
         columns = {listed[i].steps[0].duty.column for i in picked}
-        weights = np.array([w * (o.steps[0].duty.column not in columns) for w, o in zip(kept, listed[1:])])
+        weights = np.array(
+            [w * (o.steps[0].duty.column not in columns) for w, o in zip(kept, listed[1:], strict=True)]
+        )
         if weights.sum():
             picked.append(int(rng.choice(len(kept), p=weights / weights.sum())) + 1)
     picked.sort()
