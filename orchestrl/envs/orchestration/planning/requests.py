@@ -44,7 +44,8 @@ def describe(filters: Sequence[Step], shape: Sequence[Step], rng: np.random.Gene
     for step in filters:
         if rng.random() < NAMED:
             sentences.append(_filter(step, rng))
-    return ". ".join(s[0].upper() + s[1:] for s in sentences if s) + "."
+    said = [s[0].upper() + s[1:] for s in sentences if s]
+    return ". ".join(said) + "." if said else None
 
 
 def _wanted(shape: Sequence[Step], rng: np.random.Generator) -> str:
@@ -105,8 +106,8 @@ def _value(value: object, rng: np.random.Generator) -> str:
 
 
 def _number(value: float, rng: np.random.Generator) -> str:
-    text = f"{value:,.10g}" if rng.random() < 0.5 else f"{value:.10g}"
-    return text
+    """``value`` as people write it, with thousands separators or without."""
+    return f"{value:,.10g}" if rng.random() < 0.5 else f"{value:.10g}"
 
 
 def _and(items: Sequence[str]) -> str:
