@@ -267,8 +267,8 @@ class ActorWarmStart:
         demos = expert_demonstrations(config, settings.episodes, seed=self.seed, noise=settings.noise)
         modules = {mid: m.unwrapped() for mid, m in learner.module.items()}
         history = clone_actors(modules, demos, self.agent_to_module, settings, self.seed)
+        player = SampledActions(modules, self.agent_to_module)  # the modules as each round leaves them
         for k in range(1, settings.dagger_rounds + 1):  # DAgger: Ross et al. 2011, Algorithm 3.1
-            player = SampledActions(modules, self.agent_to_module)
             more = expert_demonstrations(config, settings.episodes, seed=self.seed, player=player)
             demos = {agent: demos[agent].extended(more[agent]) for agent in demos}
             for name, values in clone_actors(
