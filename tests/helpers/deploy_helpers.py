@@ -93,7 +93,7 @@ def planning_team(run_dir: Path, episodes: int = 24) -> Path:
     data["name"] = "planning_team"
     data["env"]["kwargs"] = {"rounds": 2, "task_pool": 40}
     data["algorithm"]["share_policy"] = True
-    data["model"] = {"hidden": [64], "candidate_features": 40}
+    data["model"] = {"hidden": [64], "candidate_features": 42}
     data["warm_start"] = {"episodes": episodes, "epochs": 20, "batch_size": 32}
     trainer = InProcessTrainer(build_ppo_config(validate_config({**data, "run_dir": str(run_dir)})))
     try:

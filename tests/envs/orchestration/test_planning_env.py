@@ -29,7 +29,7 @@ from orchestrl.envs.orchestration.planning.grammar import files_task, generate
 from orchestrl.envs.orchestration.spec import FilterDuty, Role
 from orchestrl.envs.orchestration.synthesis.proposer import Option, Step, filters, requested
 from orchestrl.envs.orchestration.synthesis.request import Request
-from orchestrl.envs.orchestration.synthesis.search import finish, log_likelihood
+from orchestrl.envs.orchestration.synthesis.search import finish, log_likelihood, run_steps
 from orchestrl.envs.spaces import MASK_KEY, OBS_KEY
 
 SEEDS = (0, 1, 2, 3)
@@ -117,7 +117,7 @@ def test_options_are_in_canonical_order_whatever_the_prior():
             assert tuple(options) == canonical(options), agent
 
 
-REQUESTED, PLACE = FEATURES - 4, FEATURES - 3
+REQUESTED, PLACE, IMPLIED, NAMED_PLACE = FEATURES - 6, FEATURES - 5, FEATURES - 4, FEATURES - 3
 """The features that say the user's request names a filter, and an option's place in its list
 (:func:`.choices.features`)."""
 
@@ -154,6 +154,36 @@ def test_a_request_names_its_filters_first_and_the_feature_says_so():
     assert (np.diff(places) > 0).all()  # two agents with one list can agree on two of its entries
 
 
+def test_a_named_filter_that_a_stronger_named_one_implies_says_so():
+    """ "Only paid, not void or refunded": the two left-out values are implied by the kept one (it
+    keeps a subset of their rows), and the named filters none implies are numbered in list order,
+    so two filter agents can split a request that names two."""
+    rows = 40
+    orders = pd.DataFrame(
+        {
+            "order_id": range(rows),
+            "status": ["paid", "paid", "void", "paid", "refunded"] * 8,
+            "amount": [float(10 + 7 * i % 90) for i in range(rows)],
+        }
+    )
+    examples = orders.query("status == 'paid' and amount >= 50").head(5)[["order_id", "amount"]]
+    choices = propose_choices(
+        {"orders": orders}, examples, "Only the paid ones. Not void or refunded. Amount of 50 or more."
+    )
+    filter_0 = AGENTS.index("filter_0")
+    named = {o.label: i for i, o in enumerate(choices.options["filter_0"]) if requested(o)}
+    strong = ["amount ge 50.0 (requested)", "status eq paid (requested)"]
+    weak = ["status ne refunded (requested)", "status ne void (requested)"]
+    assert set(strong + weak) <= set(named), sorted(named)
+    for label in weak:
+        assert choices.features[filter_0, named[label], IMPLIED] == 1.0, label
+        assert choices.features[filter_0, named[label], NAMED_PLACE] == 0.0, label
+    places = sorted((named[label], choices.features[filter_0, named[label], NAMED_PLACE]) for label in strong)
+    assert [p for _, p in places] == [0.25, 0.5]
+    assert not choices.features[filter_0, [named[label] for label in strong], IMPLIED].any()
+    assert not choices.features[filter_0, 0, [IMPLIED, NAMED_PLACE]].any()  # "no filter"
+
+
 @pytest.mark.parametrize(
     "op,value",
     [
@@ -185,6 +215,53 @@ def test_a_generated_request_is_read_back_as_the_filter_it_names(monkeypatch, op
         words = requests.describe([step], (), np.random.default_rng(seed))
         listed = [o for o in filters(frame, frame.head(0), Request.read(words)) if requested(o)]
         assert any(o.steps == (step,) for o in listed), (words, [o.label for o in listed])
+
+
+def _orders() -> pd.DataFrame:
+    return pd.DataFrame(
+        {
+            "Pay Status": ["Paid", "Void", "Open", "Paid"] * 25,
+            "sales_region": ["North", "South", "East", "West"] * 25,
+            "Order Value": [float(i * 37 % 3000) for i in range(100)],
+        }
+    )
+
+
+def test_a_request_may_also_leave_out_values_its_kept_value_implies(monkeypatch):
+    """With :data:`.requests.REDUNDANT`, a kept value comes with other values of its column left
+    out in words: read back, those are filters that change nothing after the kept value's."""
+    for name, value in (("DESCRIBED", 1.0), ("NAMED", 1.0), ("REDUNDANT", 1.0), ("ASIDE", 0.0)):
+        monkeypatch.setattr(requests, name, value)
+    frame = _orders()
+    step = Step(Role.FILTER, FilterDuty(column="Pay Status", op="eq", value="Paid"))
+    kept = frame[frame["Pay Status"] == "Paid"]
+    for seed in range(8):
+        words = requests.describe([step], (), np.random.default_rng(seed), frame)
+        listed = [o for o in filters(frame, frame.head(0), Request.read(words)) if requested(o)]
+        extra = [o for o in listed if o.steps != (step,)]
+        assert any(o.steps == (step,) for o in listed), words
+        assert any(o.steps[0].duty.op == "ne" for o in extra), (words, [o.label for o in extra])
+        for option in extra:
+            assert option.steps[0].duty.column == "Pay Status", (words, option.label)
+            assert len(run_steps(kept, option.steps, {})) == len(kept), (words, option.label)
+
+
+def test_an_aside_names_a_value_of_a_column_no_filter_reads(monkeypatch):
+    """With :data:`.requests.ASIDE`, the request names a value of a category column the pipeline
+    does not filter on (what a reader of people's words also proposes); never one it filters on."""
+    for name, value in (("DESCRIBED", 1.0), ("NAMED", 1.0), ("REDUNDANT", 0.0), ("ASIDE", 1.0)):
+        monkeypatch.setattr(requests, name, value)
+    frame = _orders()
+    step = Step(Role.FILTER, FilterDuty(column="Pay Status", op="eq", value="Paid"))
+
+    def named(words: str) -> set[str]:
+        listed = filters(frame, frame.head(0), Request.read(words))
+        return {o.steps[0].duty.column for o in listed if requested(o)}
+
+    for seed in range(8):
+        words = requests.describe([step], (), np.random.default_rng(seed), frame)
+        assert named(words) == {"Pay Status", "sales_region"}, words
+        assert named(requests.describe([step], (), np.random.default_rng(seed))) == {"Pay Status"}  # no table
 
 
 def test_features_read_the_public_inputs_and_pad_with_zeros():

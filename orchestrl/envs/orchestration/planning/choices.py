@@ -26,7 +26,8 @@ column and value), so a slot's position says nothing about the prior. Option 0 o
 "no step" where that is a choice (filters), else the list's first entry in canonical order.
 Features (:func:`features`) describe what each option does to the public inputs: its steps' kinds,
 the rows it keeps, whether it keeps the example rows' values and rows, the columns it touches and
-what the examples show of them, whether the user's request names it, and its place in the list.
+what the examples show of them, whether the user's request names it (and whether another filter
+it names implies this one), and its place in the list.
 No prior and no search over combinations enters an observation: each option is tried alone, with
 the other agents on their lists' first options before the first round and on their last choices
 after it, and the output's shape deduced from the example rows (:func:`_tried`); whether an output
@@ -84,6 +85,8 @@ JOINS = 4
 OPTIONS = FILTERS + 1
 """Entries of every agent's list (shorter lists are masked)."""
 NONE = Option(0.0, (), "none")
+ROW_ID = "__orchestrl_row__"
+"""A column that numbers a table's rows, to tell which rows an option keeps."""
 
 STEP_KINDS = (
     "dedup_rows",
@@ -101,7 +104,7 @@ STEP_KINDS = (
     "lt",
     "notnull",
 )
-FEATURES = len(STEP_KINDS) + 25
+FEATURES = len(STEP_KINDS) + 27
 """Features per option (:func:`features`)."""
 TRIED = slice(FEATURES - 2, FEATURES)
 """The two features of an option tried on the data (:func:`_tried`)."""
@@ -297,7 +300,10 @@ def features(choices: Choices, agent: str, index: int) -> np.ndarray:
       a text column the example rows show that they do show (a whole small output shows them all),
       whether the user's request names it (a filter), its place in the list (canonical order: what
       lets two agents with the same list agree to take different entries, as the two filter agents
-      must for a conjunction); tried with the other agents on their lists'
+      must for a conjunction); of a filter the request names: whether another one it names keeps
+      fewer of the same rows (implies it: "only Posted, not Pending"), and its place among those
+      none implies (:func:`_named`; what each option's score alone cannot see, and how two filter
+      agents split a request that names two); tried with the other agents on their lists'
       first options (:func:`_tried`; after a round the env shows it with the others on their
       choices, :meth:`Choices.tried_in`): an output holding the example rows exists, and their
       likelihood."""
@@ -323,6 +329,9 @@ def features(choices: Choices, agent: str, index: int) -> np.ndarray:
     out[k + 20] = _shown_cover(kept, choices.examples)
     out[k + 21] = float(requested(option))
     out[k + 22] = index / OPTIONS
+    implied, place = _named(choices, agent).get(index, (False, -1))
+    out[k + 23] = float(implied)
+    out[k + 24] = (place + 1) / 4
     columns = _columns_touched(option)
     target = [str(c) for c in choices.examples.columns]
     if columns:
@@ -397,6 +406,27 @@ def _applied_to(choices: Choices, agent: str) -> pd.DataFrame:
     if agent == "join":
         return choices.rewritten[choices.names[0]]
     return choices.base
+
+
+def _named(choices: Choices, agent: str) -> dict[int, tuple[bool, int]]:
+    """The options of ``agent``'s list that the user's request names, each with whether another
+    named option keeps a strict subset of its rows (implies it), and its place among the named
+    options none implies (-1 when implied)."""
+    key = ("named", agent)
+    if key not in choices.computed:
+        table = _applied_to(choices, agent)
+        table = table.assign(**{ROW_ID: np.arange(len(table))})
+        kept: dict[int, frozenset[int]] = {}
+        for i, option in enumerate(choices.options[agent]):
+            if requested(option):
+                try:
+                    kept[i] = frozenset(_run(choices, agent, option, table)[ROW_ID].tolist())
+                except (KeyError, ValueError, TypeError):
+                    continue
+        implied = {i: any(other < rows for j, other in kept.items() if j != i) for i, rows in kept.items()}
+        free = [i for i in sorted(kept) if not implied[i]]
+        choices.computed[key] = {i: (implied[i], free.index(i) if i in free else -1) for i in kept}
+    return choices.computed[key]
 
 
 def _run(choices: Choices, agent: str, option: Option, table: pd.DataFrame) -> pd.DataFrame:

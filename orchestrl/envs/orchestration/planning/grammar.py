@@ -148,7 +148,7 @@ def _draw(rng: np.random.Generator, split: str, seed: int) -> PlanningTask | Non
         return None
     examples = target.head(EXAMPLE_ROWS).reset_index(drop=True)
     _, main = draft.streams(actions)
-    description = describe([s for s in main if s.role is Role.FILTER], post, rng)
+    description = describe([s for s in main if s.role is Role.FILTER], post, rng, draft.joined(actions))
     choices = propose_choices(sources, examples, description)
     reference = _label(draft, choices, actions)
     if reference is None:
@@ -164,7 +164,7 @@ def _decisions(choices: Choices, rng: np.random.Generator) -> dict[str, int]:
     actions = {a: int(rng.integers(len(choices.options[a]))) for a in AGENTS if not a.startswith("filter")}
     listed = choices.options["filter_0"]
     kept = np.array([len(run_steps(choices.base, o.steps, {})) for o in listed[1:]], dtype=float)
-    count = int(rng.choice([0, 1, 2], p=[0.3, 0.4, 0.3])) if kept.sum() else 0
+    count = int(rng.choice([0, 1, 2], p=[0.15, 0.45, 0.4])) if kept.sum() else 0
     picked: list[int] = []
     for _ in range(count):  # the second on another column
         columns = {listed[i].steps[0].duty.column for i in picked}

@@ -8,6 +8,12 @@ keeps rows by, in the ways :mod:`..synthesis.request` reads (a value kept or lef
 the column's words beside it, a column that must be filled). Only English function words are
 used; every other word comes from the task's own column names and values. A request is drawn for a
 share of tasks (:data:`DESCRIBED`); the rest have only the example rows, as many users give.
+
+People also say more than the pipeline needs, and a reader of their words proposes those filters
+too: a kept value often comes with the values it leaves out ("only Posted, not Pending or
+Reversed": :data:`REDUNDANT`), which are implied by it, and an aside can name a value of a column
+nothing filters on ("in-app feedback is in there too": :data:`ASIDE`). So a filter the request
+names is likely, not certain; the example rows decide, as on users' requests.
 """
 
 from __future__ import annotations
@@ -17,26 +23,41 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from orchestrl.envs.orchestration.spec import Role
 from orchestrl.envs.orchestration.synthesis.proposer import Step
 
-DESCRIBED = 0.5
+DESCRIBED = 0.75
 """Share of generated tasks that come with a request in words."""
-NAMED = 0.85
+NAMED = 0.75
 """Probability that a request names one of the pipeline's filters (people leave some out)."""
+REDUNDANT = 0.35
+"""Probability that a named kept value comes with one or two of the column's other values, left out
+in words (implied by the kept value)."""
+ASIDE = 0.15
+"""Probability that a request names, in an aside, a value of a category column nothing filters on."""
+CATEGORIES = 12
+"""A text column with at most this many distinct values is a category an aside may name."""
 
 KEEP = ("only {v}", "just the {v} ones", "for {v}", "{v} only", "the {v} ones")
 LEAVE_OUT = ("not {v}", "leave out {v}", "excluding {v}", "ignore the {v} ones", "{v} doesn't count")
 AT_LEAST = ("{c} of {n} or more", "at least {n} {c}", "{c} {n} and above", "with {c} of at least {n}")
 BELOW = ("{c} under {n}", "less than {n} {c}", "with {c} below {n}", "{c} lower than {n}")
 FILLED = ("skip rows with no {c}", "leave out those without a {c}", "ignore any with no {c}")
+ALSO = ("{v} ones included", "including {v}", "{v} as well", "{v} are in there too")
 PER = ("{m} per {k}", "{m} by {k}", "for each {k}, the {m}")
 ORDER = ("highest first", "biggest first", "sorted by {m}")
 
 
-def describe(filters: Sequence[Step], shape: Sequence[Step], rng: np.random.Generator) -> str | None:
-    """A request for the wanted table that ``filters`` then ``shape`` make, or None (no request:
+def describe(
+    filters: Sequence[Step],
+    shape: Sequence[Step],
+    rng: np.random.Generator,
+    table: pd.DataFrame | None = None,
+) -> str | None:
+    """A request for the wanted table that ``filters`` then ``shape`` make from ``table`` (the rows
+    the filters read; without it, no value beyond the pipeline's is named), or None (no request:
     :data:`DESCRIBED`)."""
     if rng.random() >= DESCRIBED:
         return None
@@ -44,6 +65,10 @@ def describe(filters: Sequence[Step], shape: Sequence[Step], rng: np.random.Gene
     for step in filters:
         if rng.random() < NAMED:
             sentences.append(_filter(step, rng))
+            if table is not None and step.duty.op == "eq" and rng.random() < REDUNDANT:
+                sentences.append(_left_out(step, table, rng))
+    if table is not None and rng.random() < ASIDE:
+        sentences.append(_aside(filters, table, rng))
     said = [s[0].upper() + s[1:] for s in sentences if s]
     return ". ".join(said) + "." if said else None
 
@@ -86,6 +111,31 @@ def _filter(step: Step, rng: np.random.Generator) -> str:
     return ""
 
 
+def _left_out(step: Step, table: pd.DataFrame, rng: np.random.Generator) -> str:
+    """One or two of the column's other values, left out in words (the kept value implies it)."""
+    others = sorted({str(v) for v in table[step.duty.column].dropna()} - {str(step.duty.value)})
+    if not others:
+        return ""
+    picked = rng.choice(others, size=min(len(others), int(rng.integers(1, 3))), replace=False)
+    return _pick(LEAVE_OUT, rng).format(v=_or([_value(v, rng) for v in picked], "and"))
+
+
+def _aside(filters: Sequence[Step], table: pd.DataFrame, rng: np.random.Generator) -> str:
+    """A value of a category column no filter reads, named in passing."""
+    filtered = {step.duty.column for step in filters}
+    categories = [
+        c
+        for c in table.columns
+        if c not in filtered
+        and pd.api.types.is_string_dtype(table[c])
+        and 2 <= table[c].nunique() <= CATEGORIES
+    ]
+    if not categories:
+        return ""
+    values = sorted(str(v) for v in table[categories[int(rng.integers(len(categories)))]].dropna().unique())
+    return _pick(ALSO, rng).format(v=_value(values[int(rng.integers(len(values)))], rng))
+
+
 def _pick(phrases: Sequence[str], rng: np.random.Generator) -> str:
     return phrases[int(rng.integers(len(phrases)))]
 
@@ -115,5 +165,5 @@ def _and(items: Sequence[str]) -> str:
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
-def _or(items: Sequence[str]) -> str:
-    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " or " + items[-1]
+def _or(items: Sequence[str], word: str = "or") -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + f" {word} " + items[-1]
