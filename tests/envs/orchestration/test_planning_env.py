@@ -184,6 +184,18 @@ def test_a_named_filter_that_a_stronger_named_one_implies_says_so():
     assert not choices.features[filter_0, 0, [IMPLIED, NAMED_PLACE]].any()  # "no filter"
 
 
+def _orders() -> pd.DataFrame:
+    """An export with a status, a region, an amount and an e-mail address that is sometimes missing."""
+    return pd.DataFrame(
+        {
+            "Pay Status": ["Paid", "Void", "Open", "Paid"] * 25,
+            "sales_region": ["North", "South", "East", "West"] * 25,
+            "Order Value": [float(i * 37 % 3000) for i in range(100)],
+            "Contact Email": [None if i % 7 == 0 else f"p{i}@x.org" for i in range(100)],
+        }
+    )
+
+
 @pytest.mark.parametrize(
     "op,value",
     [
@@ -201,30 +213,13 @@ def test_a_generated_request_is_read_back_as_the_filter_it_names(monkeypatch, op
     monkeypatch.setattr(requests, "DESCRIBED", 1.0)
     monkeypatch.setattr(requests, "NAMED", 1.0)
     column = {"eq": "Pay Status", "ne": "Pay Status", "in": "sales_region", "notnull": "Contact Email"}
-    frame = pd.DataFrame(
-        {
-            "Pay Status": ["Paid", "Void", "Open", "Paid"] * 25,
-            "sales_region": ["North", "South", "East", "West"] * 25,
-            "Order Value": [float(i * 37 % 3000) for i in range(100)],
-            "Contact Email": [None if i % 7 == 0 else f"p{i}@x.org" for i in range(100)],
-        }
-    )
+    frame = _orders()
     name = column.get(op, "Order Value")
     step = Step(Role.FILTER, FilterDuty(column=name, op=op, value=value))
     for seed in range(8):  # every wording
         words = requests.describe([step], (), np.random.default_rng(seed))
         listed = [o for o in filters(frame, frame.head(0), Request.read(words)) if requested(o)]
         assert any(o.steps == (step,) for o in listed), (words, [o.label for o in listed])
-
-
-def _orders() -> pd.DataFrame:
-    return pd.DataFrame(
-        {
-            "Pay Status": ["Paid", "Void", "Open", "Paid"] * 25,
-            "sales_region": ["North", "South", "East", "West"] * 25,
-            "Order Value": [float(i * 37 % 3000) for i in range(100)],
-        }
-    )
 
 
 def test_a_request_may_also_leave_out_values_its_kept_value_implies(monkeypatch):

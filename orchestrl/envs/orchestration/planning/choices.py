@@ -60,6 +60,7 @@ from orchestrl.envs.orchestration.synthesis.proposer import (
     Step,
     cleanings,
     filters,
+    kept_rows,
     requested,
     rewrites,
 )
@@ -85,8 +86,6 @@ JOINS = 4
 OPTIONS = FILTERS + 1
 """Entries of every agent's list (shorter lists are masked)."""
 NONE = Option(0.0, (), "none")
-ROW_ID = "__orchestrl_row__"
-"""A column that numbers a table's rows, to tell which rows an option keeps."""
 
 STEP_KINDS = (
     "dedup_rows",
@@ -415,12 +414,11 @@ def _named(choices: Choices, agent: str) -> dict[int, tuple[bool, int]]:
     key = ("named", agent)
     if key not in choices.computed:
         table = _applied_to(choices, agent)
-        table = table.assign(**{ROW_ID: np.arange(len(table))})
         kept: dict[int, frozenset[int]] = {}
         for i, option in enumerate(choices.options[agent]):
-            if requested(option):
+            if requested(option):  # one filter step
                 try:
-                    kept[i] = frozenset(_run(choices, agent, option, table)[ROW_ID].tolist())
+                    kept[i] = frozenset(kept_rows(table, option.steps[0].duty).tolist())
                 except (KeyError, ValueError, TypeError):
                     continue
         implied = {i: any(other < rows for j, other in kept.items() if j != i) for i, rows in kept.items()}

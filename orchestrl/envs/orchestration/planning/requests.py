@@ -101,7 +101,7 @@ def _filter(step: Step, rng: np.random.Generator) -> str:
     if duty.op == "ne":
         return _pick(LEAVE_OUT, rng).format(v=_value(duty.value, rng))
     if duty.op == "in":
-        return _pick(KEEP, rng).format(v=_or([_value(v, rng) for v in duty.value]))
+        return _pick(KEEP, rng).format(v=_listed([_value(v, rng) for v in duty.value], "or"))
     if duty.op in ("ge", "gt"):
         return _pick(AT_LEAST, rng).format(c=column, n=_number(float(duty.value), rng))
     if duty.op in ("lt", "le"):
@@ -117,7 +117,7 @@ def _left_out(step: Step, table: pd.DataFrame, rng: np.random.Generator) -> str:
     if not others:
         return ""
     picked = rng.choice(others, size=min(len(others), int(rng.integers(1, 3))), replace=False)
-    return _pick(LEAVE_OUT, rng).format(v=_or([_value(v, rng) for v in picked], "and"))
+    return _pick(LEAVE_OUT, rng).format(v=_listed([_value(v, rng) for v in picked], "and"))
 
 
 def _aside(filters: Sequence[Step], table: pd.DataFrame, rng: np.random.Generator) -> str:
@@ -160,10 +160,10 @@ def _number(value: float, rng: np.random.Generator) -> str:
     return f"{value:,.10g}" if rng.random() < 0.5 else f"{value:.10g}"
 
 
-def _and(items: Sequence[str]) -> str:
-    items = [_words(i) for i in items]
-    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+def _and(names: Sequence[str]) -> str:
+    """Column names in words, listed: "unit price, qty and total"."""
+    return _listed([_words(n) for n in names], "and")
 
 
-def _or(items: Sequence[str], word: str = "or") -> str:
+def _listed(items: Sequence[str], word: str) -> str:
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + f" {word} " + items[-1]

@@ -299,15 +299,19 @@ def filters(frame: pd.DataFrame, examples: pd.DataFrame, request: Request | None
         shown = {name: values for name, values in shown.items() if not _is_number(values)}
     out, seen = [], set()
     for option in sorted(singles, key=lambda o: -o.log_prior):
-        duty = option.steps[0].duty
-        kept, _ = apply_node(Role.FILTER, duty, [frame[[duty.column]]], "small")  # the rows it keeps
-        rows = kept.index.to_numpy()
+        rows = kept_rows(frame, option.steps[0].duty)
         if len(rows) == len(frame) or rows.tobytes() in seen:
             continue
         if all(_shown_values(frame[name].iloc[rows], values) is not None for name, values in shown.items()):
             seen.add(rows.tobytes())
             out.append(option)
     return out
+
+
+def kept_rows(frame: pd.DataFrame, duty: FilterDuty) -> np.ndarray:
+    """The positions of the rows of ``frame`` (a default index) that the filter ``duty`` keeps."""
+    kept, _ = apply_node(Role.FILTER, duty, [frame[[duty.column]]], "small")
+    return kept.index.to_numpy()
 
 
 def _column_filters(
