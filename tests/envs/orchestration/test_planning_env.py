@@ -313,3 +313,19 @@ def test_after_a_round_each_option_is_tried_with_the_others_on_their_choices(env
     assert not np.array_equal(after[:, TRIED], before[:, TRIED])
     np.testing.assert_array_equal(after[:, : TRIED.start], before[:, : TRIED.start])
     assert after[0, FEATURES] == 1.0 and after[:, FEATURES].sum() == 1.0  # taken last round
+
+
+def test_the_generator_draws_every_kind_of_filter():
+    """The generator's filters come from every single filter the table allows (its draft list is not
+    cut to the likeliest, which on a table with no example rows are all equalities): over many draws
+    a pipeline keeps a value, leaves one out, keeps a set and bounds a number."""
+    export = grammar.generate_sources(np.random.default_rng(3), 1, dirty=False)
+    draft = grammar._every_filter(propose_choices(export.sources, grammar.NO_EXAMPLES))
+    listed = draft.options["filter_0"]
+    rng = np.random.default_rng(0)
+    drawn = set()
+    for _ in range(300):
+        actions = grammar._decisions(draft, rng)
+        drawn |= {listed[actions[a]].steps[0].duty.op for a in ("filter_0", "filter_1") if actions[a]}
+    assert {"eq", "ne", "in"} <= drawn, drawn
+    assert drawn & {"ge", "lt"}, drawn

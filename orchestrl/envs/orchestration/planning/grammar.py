@@ -27,6 +27,7 @@ table. Several decisions may give the same table: the label is the generator's, 
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -35,11 +36,11 @@ from functools import cached_property
 import numpy as np
 import pandas as pd
 
-from orchestrl.envs.orchestration.planning.choices import AGENTS, Choices, propose_choices
+from orchestrl.envs.orchestration.planning.choices import AGENTS, NONE, Choices, propose_choices
 from orchestrl.envs.orchestration.planning.exports import generate_sources
 from orchestrl.envs.orchestration.planning.requests import describe, words
 from orchestrl.envs.orchestration.spec import AggregateDuty, DeriveDuty, Role, SelectDuty, TopKDuty
-from orchestrl.envs.orchestration.synthesis.proposer import Step
+from orchestrl.envs.orchestration.synthesis.proposer import Step, filters
 from orchestrl.envs.orchestration.synthesis.search import finish, run_steps
 from orchestrl.envs.orchestration.tables import same_table
 from orchestrl.envs.orchestration.task_store import active_store
@@ -128,7 +129,7 @@ def _draw(rng: np.random.Generator, split: str, seed: int) -> PlanningTask | Non
     tables = int(rng.choice([1, 2, 3], p=[0.3, 0.4, 0.3]))
     export = generate_sources(rng, tables, dirty=bool(rng.random() < 0.7))
     sources = export.sources
-    draft = propose_choices(sources, NO_EXAMPLES)
+    draft = _every_filter(propose_choices(sources, NO_EXAMPLES))
     actions = _decisions(draft, rng)
     try:
         table = draft.table(actions).reset_index(drop=True)
@@ -158,12 +159,33 @@ def _draw(rng: np.random.Generator, split: str, seed: int) -> PlanningTask | Non
     return task if _deducible(task, reference) else None
 
 
+KINDS = {"eq": 0.8, "ne": 0.035, "in": 0.065, "ge": 0.035, "lt": 0.015, "notnull": 0.05}
+"""How likely each kind of filter is, shared among that kind's filters and times the rows each
+keeps (which favours wide ones, such as leaving one value out): set so that the labels' kinds come
+out near the hand-made corpus's (about half equalities, then a tenth each of bounds, values left
+out and sets)."""
+
+
+def _every_filter(draft: Choices) -> Choices:
+    """``draft`` with every single filter its table allows as the filter agents' list: the
+    proposer's, uncut (a team's list is cut to its likeliest entries, which on a table with no
+    example rows are all equalities, and a pipeline must be able to leave a value out or keep a
+    set)."""
+    listed = (NONE, *filters(draft.base, NO_EXAMPLES))
+    return dataclasses.replace(draft, options={**draft.options, "filter_0": listed, "filter_1": listed})
+
+
 def _decisions(choices: Choices, rng: np.random.Generator) -> dict[str, int]:
     """Each agent's option drawn: any cleaning and join, and up to two filters on two columns, a
-    filter as likely as the share of rows it keeps (two narrow filters leave no table)."""
+    filter as likely as its kind (:data:`KINDS`, shared among that kind's filters) times the rows it
+    keeps (two narrow filters leave no table)."""
     actions = {a: int(rng.integers(len(choices.options[a]))) for a in AGENTS if not a.startswith("filter")}
     listed = choices.options["filter_0"]
-    kept = np.array([len(run_steps(choices.base, o.steps, {})) for o in listed[1:]], dtype=float)
+    kinds = [o.steps[0].duty.op for o in listed[1:]]
+    share = {kind: KINDS.get(kind, 0.0) / kinds.count(kind) for kind in set(kinds)}
+    kept = np.array(
+        [len(run_steps(choices.base, o.steps, {})) * share[k] for o, k in zip(listed[1:], kinds, strict=True)]
+    )
     count = int(rng.choice([0, 1, 2], p=[0.15, 0.45, 0.4])) if kept.sum() else 0
     picked: list[int] = []
     for _ in range(count):  # the second on another column

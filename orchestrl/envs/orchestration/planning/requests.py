@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from orchestrl.envs.orchestration.spec import Role
-from orchestrl.envs.orchestration.synthesis.proposer import Step
+from orchestrl.envs.orchestration.synthesis.proposer import Step, categories
 
 DESCRIBED = 0.75
 """Share of generated tasks that come with a request in words."""
@@ -37,8 +37,6 @@ REDUNDANT = 0.35
 in words (implied by the kept value)."""
 ASIDE = 0.15
 """Probability that a request names, in an aside, a value of a category column nothing filters on."""
-CATEGORIES = 12
-"""A text column with at most this many distinct values is a category an aside may name."""
 
 KEEP = ("only {v}", "just the {v} ones", "for {v}", "{v} only", "the {v} ones")
 LEAVE_OUT = ("not {v}", "leave out {v}", "excluding {v}", "ignore the {v} ones", "{v} doesn't count")
@@ -121,18 +119,12 @@ def _left_out(step: Step, table: pd.DataFrame, rng: np.random.Generator) -> str:
 
 
 def _aside(filters: Sequence[Step], table: pd.DataFrame, rng: np.random.Generator) -> str:
-    """A value of a category column no filter reads, named in passing."""
+    """A value of a category column (:func:`.proposer.categories`) no filter reads, named in passing."""
     filtered = {step.duty.column for step in filters}
-    categories = [
-        c
-        for c in table.columns
-        if c not in filtered
-        and pd.api.types.is_string_dtype(table[c])
-        and 2 <= table[c].nunique() <= CATEGORIES
-    ]
-    if not categories:
+    named = [c for c in categories(table) if c not in filtered]
+    if not named:
         return ""
-    values = sorted(str(v) for v in table[categories[int(rng.integers(len(categories)))]].dropna().unique())
+    values = sorted(str(v) for v in table[named[int(rng.integers(len(named)))]].dropna().unique())
     return _pick(ALSO, rng).format(v=_value(values[int(rng.integers(len(values)))], rng))
 
 

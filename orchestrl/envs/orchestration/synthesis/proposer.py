@@ -314,6 +314,16 @@ def kept_rows(frame: pd.DataFrame, duty: FilterDuty) -> np.ndarray:
     return kept.index.to_numpy()
 
 
+def categories(frame: pd.DataFrame) -> list[str]:
+    """The columns of ``frame`` that hold a category a person might name a value of: text that is
+    not a key, with two to :data:`MAX_SET_VALUES` distinct values."""
+    return [
+        name
+        for name, f in column_facts(frame).items()
+        if f.kind == "text" and not f.key and 1 < f.distinct <= MAX_SET_VALUES
+    ]
+
+
 def _column_filters(
     name: str, f: ColumnFacts, column: pd.Series, shown: pd.Series | None, rows: int
 ) -> list[Option]:
