@@ -329,3 +329,16 @@ def test_the_generator_draws_every_kind_of_filter():
         drawn |= {listed[actions[a]].steps[0].duty.op for a in ("filter_0", "filter_1") if actions[a]}
     assert {"eq", "ne", "in"} <= drawn, drawn
     assert drawn & {"ge", "lt"}, drawn
+
+
+def test_the_two_filters_are_labelled_in_list_order_whichever_was_drawn_first():
+    """The label's filters are a set written one way: ``filter_0`` the earlier in the list, then the
+    later one or none; the same pair drawn in either order gives the same label."""
+    choices = generate("train", 0).choices
+    first, second = 1, len(choices.options["filter_0"]) - 1
+    actions = {a: 0 for a in AGENTS}
+    for drawn in ((second, first), (first, second)):
+        label = grammar._label(choices, choices, {**actions, "filter_0": drawn[0], "filter_1": drawn[1]})
+        assert (label["filter_0"], label["filter_1"]) == (first, second)
+    label = grammar._label(choices, choices, {**actions, "filter_1": second})
+    assert (label["filter_0"], label["filter_1"]) == (second, 0)

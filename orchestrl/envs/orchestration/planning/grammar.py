@@ -203,13 +203,17 @@ def _decisions(choices: Choices, rng: np.random.Generator) -> dict[str, int]:
 
 def _label(draft: Choices, final: Choices, actions: Mapping[str, int]) -> dict[str, int] | None:
     """The drawn decisions as positions in the lists proposed from the public inputs (None when one
-    is not listed there)."""
+    is not listed there). The two filters are a set, labelled in one order: ``filter_0`` the one
+    earlier in the (canonical) list, ``filter_1`` the later one or none, so that the two agents,
+    who share one list, can learn to split it by place."""
     out = {}
     for agent in AGENTS:
         index = final.index(agent, draft.options[agent][int(actions[agent])].steps)
         if index is None:
             return None
         out[agent] = index
+    picked = sorted(out[a] for a in ("filter_0", "filter_1") if out[a])
+    out["filter_0"], out["filter_1"] = (*picked, 0, 0)[:2]
     return out
 
 
