@@ -13,9 +13,11 @@ carry (money written as ``"$1,234.50"``, ``"N/A"`` in a number column, stray spa
 next to ``"Shipped"``, rows exported twice, change-log versions of a row, gaps, dates in a local
 format), so the planner has to learn which cleaning a task needs instead of assuming clean inputs.
 
-Everything a frame holds is a str, an int, a float or missing (dates are strings), so a frame
-survives a CSV round trip; every draw comes from the caller's :class:`numpy.random.Generator`, so an
-export is a pure function of the generator's state.
+Everything a frame holds is a str, an int, a float or missing (dates are strings), and an export's
+frames are what reading them back from CSV gives (pandas' defaults, as ``orchestrl plan`` reads a
+user's files: an empty cell or ``"N/A"`` is missing there, a column of numbers is numbers), so a
+generated task and the same task through files are one task; every draw comes from the caller's
+:class:`numpy.random.Generator`, so an export is a pure function of the generator's state.
 
 The domains are data (:data:`DOMAINS`): a :class:`Domain` is a fact :class:`Table` and its lookups,
 each a tuple of typed columns whose class is its *kind* (:data:`KINDS`), the meaning a downstream
@@ -25,6 +27,7 @@ module may rely on whatever the dirt did to the values.
 from __future__ import annotations
 
 import datetime as dt
+import io
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
@@ -824,7 +827,14 @@ def generate_sources(rng: np.random.Generator, tables: int, dirty: bool) -> Expo
     schema = {table.name: table for table in (domain.fact, *lookups)}
     if dirty:
         frames = soil(rng, frames, schema)
+    frames = {name: as_read_back(frame) for name, frame in frames.items()}
     return Export(domain.name, frames, {name: table.kinds for name, table in schema.items()})
+
+
+def as_read_back(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` written as a CSV file and read back with pandas' defaults (what a user's file of it
+    reads as)."""
+    return pd.read_csv(io.StringIO(frame.to_csv(index=False)))
 
 
 def draw_keys(rng: np.random.Generator, lookup: Table) -> np.ndarray:
