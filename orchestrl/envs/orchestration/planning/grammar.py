@@ -10,7 +10,8 @@ only scores and labels. Generation (:func:`generate`), reproducible from ``(spli
    or with the dirt real exports have;
 2. the pipeline's decisions drawn among the proposer's own options (:mod:`.choices`, proposed here
    without example rows): each table's cleaning, the joins, up to two filters on different
-   columns;
+   columns among every single filter the proposer writes (keep a value, leave one out, keep a
+   set, bound a number, drop missing), each kind about as often as in people's requests;
 3. the output's shape drawn on the resulting table: its rows (two to four columns, a product of
    two numbers named as people name it, sorted and cut to the top few or not), or groups by one or
    two categories with one or two aggregates named as people name them (``Total Amount``,
