@@ -118,7 +118,8 @@ def test_options_are_in_canonical_order_whatever_the_prior():
 
 
 REQUESTED, PLACE, IMPLIED, NAMED_PLACE = FEATURES - 6, FEATURES - 5, FEATURES - 4, FEATURES - 3
-"""The features that say the user's request names a filter, and an option's place in its list
+"""The features that say the user's request names a filter, an option's place in its list, whether
+another named filter implies it, and its place among the named ones none implies
 (:func:`.choices.features`)."""
 
 

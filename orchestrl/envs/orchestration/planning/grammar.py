@@ -160,7 +160,7 @@ def _draw(rng: np.random.Generator, split: str, seed: int) -> PlanningTask | Non
     return task if _deducible(task, reference) else None
 
 
-KINDS = {"eq": 0.8, "ne": 0.035, "in": 0.065, "ge": 0.035, "lt": 0.015, "notnull": 0.05}
+FILTER_KINDS = {"eq": 0.8, "ne": 0.035, "in": 0.065, "ge": 0.035, "lt": 0.015, "notnull": 0.05}
 """How likely each kind of filter is, shared among that kind's filters and times the rows each
 keeps (which favours wide ones, such as leaving one value out): set so that the labels' kinds come
 out near the hand-made corpus's (about half equalities, then a tenth each of bounds, values left
@@ -178,12 +178,12 @@ def _every_filter(draft: Choices) -> Choices:
 
 def _decisions(choices: Choices, rng: np.random.Generator) -> dict[str, int]:
     """Each agent's option drawn: any cleaning and join, and up to two filters on two columns, a
-    filter as likely as its kind (:data:`KINDS`, shared among that kind's filters) times the rows it
+    filter as likely as its kind (:data:`FILTER_KINDS`, shared among that kind's filters) times the rows it
     keeps (two narrow filters leave no table)."""
     actions = {a: int(rng.integers(len(choices.options[a]))) for a in AGENTS if not a.startswith("filter")}
     listed = choices.options["filter_0"]
     kinds = [o.steps[0].duty.op for o in listed[1:]]
-    share = {kind: KINDS.get(kind, 0.0) / kinds.count(kind) for kind in set(kinds)}
+    share = {kind: FILTER_KINDS.get(kind, 0.0) / kinds.count(kind) for kind in set(kinds)}
     kept = np.array(
         [len(run_steps(choices.base, o.steps, {})) * share[k] for o, k in zip(listed[1:], kinds, strict=True)]
     )
