@@ -163,8 +163,8 @@ def _draw(rng: np.random.Generator, split: str, seed: int) -> PlanningTask | Non
 FILTER_KINDS = {"eq": 0.8, "ne": 0.035, "in": 0.065, "ge": 0.035, "lt": 0.015, "notnull": 0.05}
 """How likely each kind of filter is, shared among that kind's filters and times the rows each
 keeps (which favours wide ones, such as leaving one value out): set so that the labels' kinds come
-out near the hand-made corpus's (about half equalities, then a tenth each of bounds, values left
-out and sets)."""
+out near the mix of the programs that solve the hand-made corpus (mostly equalities, the other
+kinds each far less often)."""
 
 
 def _every_filter(draft: Choices) -> Choices:
