@@ -17,6 +17,7 @@ from typing import Any
 import mlflow
 import pytest
 from deploy_helpers import tiny
+from multinode import free_port
 from typer.testing import CliRunner
 
 from orchestrl.cli import app, summary_table
@@ -70,12 +71,6 @@ def test_evaluate_a_training_run_by_its_id(trained: TrainSummary) -> None:
     assert result.exit_code == 0, result.output
     assert f"nested under {trained.run_id}" in result.stdout
     assert "episode_len      5.00 [5.00, 5.00]" in result.stdout
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def call(url: str, body: Any = None, method: str = "POST") -> tuple[int, dict[str, Any]]:

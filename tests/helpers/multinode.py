@@ -49,11 +49,20 @@ refuses the health check at once, so five checks a second apart suffice; a rayle
 slow on a loaded machine gets 5 s per check before a check counts as missed."""
 
 
+_HANDED_OUT: set[int] = set()
+
+
 def free_port() -> int:
-    """A TCP port nobody listens on right now (on 127.0.0.1)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A TCP port nobody listens on right now (on 127.0.0.1), never one this process was handed
+    before: the kernel may give a just-closed port out again at once, and a head started with the
+    same number for GCS and dashboard refuses to start."""
+    while True:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        if port not in _HANDED_OUT:
+            _HANDED_OUT.add(port)
+            return port
 
 
 def wait_for(predicate: Callable[[], Any], timeout_s: float, what: str, poll_s: float = 0.5) -> Any:
