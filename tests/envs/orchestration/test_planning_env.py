@@ -343,3 +343,26 @@ def test_the_two_filters_are_labelled_in_list_order_whichever_was_drawn_first():
         assert (label["filter_0"], label["filter_1"]) == (first, second)
     label = grammar._label(choices, choices, {**actions, "filter_1": second})
     assert (label["filter_0"], label["filter_1"]) == (second, 0)
+
+
+def test_a_filter_is_listed_when_it_keeps_the_example_rows_on_a_left_join():
+    """A visit whose client is not on the client list yet is one of the wanted (late or missed)
+    rows: the inner join drops it and the left join keeps it. The status filter keeps every example
+    row on the left join, so it is listed, though on the inner join one shown day is then missing."""
+    visits = pd.DataFrame(
+        {
+            "visit_id": [f"V{i}" for i in range(1, 13)],
+            "day": ["Mon", "Tue", "Wed", "Thu", "Fri", "Tue", "Wed", "Thu", "Fri", "Wed", "Tue", "Mon"],
+            "client_id": ["C1", "C2", "C3"] * 3 + ["C1", "C2", "C9"],
+            "status": ["Completed", "Late", "Completed", "Missed", "Cancelled", "Late"] * 2,
+        }
+    )
+    clients = pd.DataFrame(
+        {"client_id": ["C1", "C2", "C3"], "client_name": ["Ann", "Bob", "Cy"], "area": ["N", "S", "E"]}
+    )
+    wanted = visits.merge(clients, on="client_id", how="left").query("status in ('Late', 'Missed')")
+    examples = wanted[["visit_id", "day", "client_name", "area", "status"]].tail(5)
+    assert examples["client_name"].isna().any()  # the unlisted client's visit is shown
+    choices = propose_choices({"visits": visits, "clients": clients}, examples)
+    labels = [o.label for o in choices.options["filter_0"]]
+    assert "status in ('Late', 'Missed')" in labels, labels

@@ -12,8 +12,9 @@ One proposer serves the env's generated tasks and users' files alike: the option
 - ``join``: how the other tables merge into the fact stream (:func:`..search.join_plans`, on the
   tables as rewritten);
 - ``filter_0``, ``filter_1``: one filter each, or none (a conjunction of two), among the
-  :data:`FILTERS` likeliest single filters of the widest joined table (those the user's request
-  names first, :mod:`..synthesis.request`, when there is one).
+  :data:`FILTERS` likeliest single filters of the widest joined table, the one that keeps the fact
+  rows where joins tie (those the user's request names first, :mod:`..synthesis.request`, when there
+  is one; :func:`_filters_over`).
 
 Everything after the filters (the output's shape: rows or groups, order, top-k, rounding and the
 select that names the target's columns) is deduced from the example rows by
@@ -143,7 +144,8 @@ class Choices:
     rewritten: Mapping[str, pd.DataFrame]
     """Each table after its fixed rewrites (what cleanings, joins and filters are proposed on)."""
     base: pd.DataFrame
-    """The widest joined table (what the filters are proposed on)."""
+    """The widest joined table, the one that keeps the fact rows among equally wide ones (what the
+    filters are proposed on and their features computed on)."""
     facts: Mapping[str, TargetFacts] = field(repr=False)
     tried: dict[tuple[int, ...], tuple[float, float]] = field(default_factory=dict, repr=False, compare=False)
     """:func:`_tried`'s answers by decisions (the two filters' in either order)."""
@@ -260,27 +262,41 @@ def propose_choices(
     target = [str(c) for c in examples.columns]
     plans = join_plans(rewritten[names[0]], rewritten, names, target)[:JOINS]
     options["join"] = canonical(plans)
-    base = _widest(rewritten, names, options["join"])
-    singles = filters(base, examples, Request.read(description))[:FILTERS]
-    listed = (NONE, *canonical(singles))
+    joined = _joined(rewritten, names, options["join"])
+    base = max(joined, key=lambda t: (len(t.columns), -abs(len(t) - len(joined[0]))))
+    listed = (NONE, *canonical(_filters_over(base, joined, examples, Request.read(description))))
     options["filter_0"] = options["filter_1"] = listed
     frames = {n: sources[n] for n in names}
     return Choices(frames, examples.reset_index(drop=True), options, rewritten, base, facts)
 
 
-def _widest(
+def _joined(
     tables: Mapping[str, pd.DataFrame], names: Sequence[str], plans: Sequence[Option]
-) -> pd.DataFrame:
-    """The joined table with the most columns among the join plans (ties: canonical order)."""
-    best = tables[names[0]]
+) -> list[pd.DataFrame]:
+    """The fact table alone, then each join plan's table that runs (canonical order)."""
+    out = [tables[names[0]]]
     for plan in plans:
         try:
-            joined = run_steps(tables[names[0]], plan.steps, tables)
+            out.append(run_steps(tables[names[0]], plan.steps, tables))
         except (KeyError, ValueError, TypeError):
             continue
-        if len(joined.columns) > len(best.columns):
-            best = joined
-    return best.reset_index(drop=True)
+    return [table.reset_index(drop=True) for table in out]
+
+
+def _filters_over(
+    base: pd.DataFrame, joined: Sequence[pd.DataFrame], examples: pd.DataFrame, request: Request
+) -> list[Option]:
+    """The :data:`FILTERS` likeliest single filters that keep the example rows' values on ``base``
+    or on another join's table of the same columns (an inner join where ``base`` is the left one, or
+    a join on another key): which rows a filter must keep depends on the join the team takes, and
+    the two filter agents' list is one for every join. Narrower tables are not asked: fewer of the
+    example rows' columns bind a filter there."""
+    out = {step_key(o.steps[0]): o for o in filters(base, examples, request)}
+    for table in joined:
+        if table is not base and list(table.columns) == list(base.columns):
+            for option in filters(table, examples, request):
+                out.setdefault(step_key(option.steps[0]), option)
+    return sorted(out.values(), key=lambda o: -o.log_prior)[:FILTERS]
 
 
 # ------------------------------------------------------------------------------ features
