@@ -157,8 +157,9 @@ def test_a_request_names_its_filters_first_and_the_feature_says_so():
 
 def test_a_named_filter_that_a_stronger_named_one_implies_says_so():
     """ "Only paid, not void or refunded": the two left-out values are implied by the kept one (it
-    keeps a subset of their rows), and the named filters none implies are numbered in list order,
-    so two filter agents can split a request that names two."""
+    keeps a subset of their rows), and of the named filters none implies, in list order, the first
+    is ``filter_0``'s and the second ``filter_1``'s: how two filter agents split a request that
+    names two."""
     rows = 40
     orders = pd.DataFrame(
         {
@@ -179,8 +180,9 @@ def test_a_named_filter_that_a_stronger_named_one_implies_says_so():
     for label in weak:
         assert choices.features[filter_0, named[label], IMPLIED] == 1.0, label
         assert choices.features[filter_0, named[label], NAMED_PLACE] == 0.0, label
-    places = sorted((named[label], choices.features[filter_0, named[label], NAMED_PLACE]) for label in strong)
-    assert [p for _, p in places] == [0.25, 0.5]
+    first, second = sorted(named[label] for label in strong)
+    for agent, mine, other in (("filter_0", first, second), ("filter_1", second, first)):
+        assert choices.features[AGENTS.index(agent), [mine, other], NAMED_PLACE].tolist() == [1.0, 0.5], agent
     assert not choices.features[filter_0, [named[label] for label in strong], IMPLIED].any()
     assert not choices.features[filter_0, 0, [IMPLIED, NAMED_PLACE]].any()  # "no filter"
 
@@ -332,9 +334,10 @@ def test_the_generator_draws_every_kind_of_filter():
     assert drawn & {"ge", "lt"}, drawn
 
 
-def test_the_two_filters_are_labelled_in_list_order_whichever_was_drawn_first():
-    """The label's filters are a set written one way: ``filter_0`` the earlier in the list, then the
-    later one or none; the same pair drawn in either order gives the same label."""
+def test_the_two_filters_are_labelled_named_first_then_in_list_order_whichever_was_drawn_first():
+    """The label's filters are a set written one way: the ones the request names (none implying
+    them) first, then the others, each group in list order; ``filter_0`` takes the first and
+    ``filter_1`` the second or none, and the same pair drawn in either order gives the same label."""
     choices = generate("train", 0).choices
     first, second = 1, len(choices.options["filter_0"]) - 1
     actions = {a: 0 for a in AGENTS}
@@ -343,6 +346,11 @@ def test_the_two_filters_are_labelled_in_list_order_whichever_was_drawn_first():
         assert (label["filter_0"], label["filter_1"]) == (first, second)
     label = grammar._label(choices, choices, {**actions, "filter_1": second})
     assert (label["filter_0"], label["filter_1"]) == (second, 0)
+    named = dataclasses.replace(choices, tried={}, computed={})
+    named.computed[("named", "filter_0")] = {second: (False, 0)}  # the request names only the later one
+    for drawn in ((second, first), (first, second)):
+        label = grammar._label(named, named, {**actions, "filter_0": drawn[0], "filter_1": drawn[1]})
+        assert (label["filter_0"], label["filter_1"]) == (second, first)
 
 
 def test_a_filter_is_listed_when_it_keeps_the_example_rows_on_a_left_join():
@@ -366,3 +374,39 @@ def test_a_filter_is_listed_when_it_keeps_the_example_rows_on_a_left_join():
     choices = propose_choices({"visits": visits, "clients": clients}, examples)
     labels = [o.label for o in choices.options["filter_0"]]
     assert "status in ('Late', 'Missed')" in labels, labels
+
+
+BELOW, INSIDE, ABOVE = (len(STEP_KINDS) + i for i in (11, 12, 13))
+"""The features that place a threshold against the range of the values the example rows show."""
+
+
+def test_a_bound_an_example_row_sits_on_reads_as_on_the_rows_side():
+    """ "3 or more bedrooms" with a 3-bedroom row shown is the same evidence as a bound below every
+    shown row: the filter keeps them all. Only a bound strictly between the shown values (one that
+    drops some of them) reads as inside their range."""
+    homes = pd.DataFrame(
+        {
+            "listing": [f"L{i}" for i in range(12)],
+            "bedrooms": [1, 2, 3, 4, 5, 3, 2, 4, 1, 5, 3, 2],
+            "price": [float(100 + 10 * i) for i in range(12)],
+        }
+    )
+    examples = homes[homes["bedrooms"] >= 3][["listing", "bedrooms", "price"]].head(5)
+    assert examples["bedrooms"].min() == 3
+    choices = propose_choices({"homes": homes}, examples, "Homes with 3 or more bedrooms.")
+    filter_0 = AGENTS.index("filter_0")
+    placed = {}
+    for i, option in enumerate(choices.options["filter_0"]):
+        duty = option.steps[0].duty if option.steps else None
+        if duty is not None and duty.column == "bedrooms" and duty.op in ("ge", "lt"):
+            placed[(duty.op, float(duty.value))] = tuple(
+                choices.features[filter_0, i, [BELOW, INSIDE, ABOVE]]
+            )
+    assert placed[("ge", 3.0)] == (1.0, 0.0, 0.0), placed  # the bound the 3-bedroom row sits on
+    assert all(place == (1.0, 0.0, 0.0) for (op, value), place in placed.items() if op == "ge"), placed
+    bound = Option(0.0, (Step(Role.FILTER, FilterDuty(column="bedrooms", op="ge", value=4.0)),), "ge 4")
+    listed = (*choices.options["filter_0"], bound)  # not proposed: it drops the shown 3-bedroom rows
+    wider = dataclasses.replace(
+        choices, options={**choices.options, "filter_0": listed}, tried={}, computed={}
+    )
+    assert tuple(wider.features[filter_0, len(listed) - 1, [BELOW, INSIDE, ABOVE]]) == (0.0, 1.0, 0.0)

@@ -27,8 +27,9 @@ column and value), so a slot's position says nothing about the prior. Option 0 o
 "no step" where that is a choice (filters), else the list's first entry in canonical order.
 Features (:func:`features`) describe what each option does to the public inputs: its steps' kinds,
 the rows it keeps, whether it keeps the example rows' values and rows, the columns it touches and
-what the examples show of them, whether the user's request names it (and whether another filter
-it names implies this one), and its place in the list.
+what the examples show of them, whether the user's request names it (whether another filter it
+names implies this one, and whether it is this filter agent's: the first named for ``filter_0``, the
+second for ``filter_1``), and its place in the list.
 No prior and no search over combinations enters an observation: each option is tried alone, with
 the other agents on their lists' first options before the first round and on their last choices
 after it, and the output's shape deduced from the example rows (:func:`_tried`); whether an output
@@ -308,17 +309,21 @@ def features(choices: Choices, agent: str, index: int) -> np.ndarray:
       the example rows still found among the kept rows (on the columns they share with the
       table), whether it keeps every value the example rows show, the columns it touches: shown in
       the example rows, best name similarity to a target column, share missing, distinct values
-      (log-scaled), key-like; for a threshold: below, inside or above the example rows' range, and
-      how round it is; for a set: equal to the values shown; for a join: key overlap, key name
+      (log-scaled), key-like; for a threshold: at or below, strictly inside, or at or above the
+      example rows' range (a bound an example row sits on is on the rows' side: "3 or more bedrooms"
+      with a 3-bedroom row shown reads as a bound below the rows, as one under them does), and how
+      round it is; for a set: equal to the values shown; for a join: key overlap, key name
       similarity; whether the example rows are the first rows it keeps (on the columns they share),
       how many rows it keeps per example row (inverted), and the share of the kept rows' values of
       a text column the example rows show that they do show (a whole small output shows them all),
       whether the user's request names it (a filter), its place in the list (canonical order: what
       lets two agents with the same list agree to take different entries, as the two filter agents
       must for a conjunction); of a filter the request names: whether another one it names keeps
-      fewer of the same rows (implies it: "only Posted, not Pending"), and its place among those
-      none implies (:func:`_named`; what each option's score alone cannot see, and how two filter
-      agents split a request that names two); tried with the other agents on their lists'
+      fewer of the same rows (implies it: "only Posted, not Pending"), and whether it is this
+      agent's among those none implies (1: the first for ``filter_0``, the second for
+      ``filter_1``; 0.5: another's; :func:`named_filters`): what each option's score alone cannot
+      see, and how two filter agents split a request that names two, as their labels do
+      (:func:`.grammar._label`); tried with the other agents on their lists'
       first options (:func:`_tried`; after a round the env shows it with the others on their
       choices, :meth:`Choices.tried_in`): an output holding the example rows exists, and their
       likelihood."""
@@ -344,9 +349,10 @@ def features(choices: Choices, agent: str, index: int) -> np.ndarray:
     out[k + 20] = _shown_cover(kept, choices.examples)
     out[k + 21] = float(requested(option))
     out[k + 22] = index / OPTIONS
-    implied, place = _named(choices, agent).get(index, (False, -1))
+    implied, place = named_filters(choices, agent).get(index, (False, -1))
     out[k + 23] = float(implied)
-    out[k + 24] = (place + 1) / 4
+    if place >= 0:
+        out[k + 24] = 1.0 if place == AGENTS.index(agent) - FILTERING else 0.5
     columns = _columns_touched(option)
     target = [str(c) for c in choices.examples.columns]
     if columns:
@@ -367,9 +373,9 @@ def features(choices: Choices, agent: str, index: int) -> np.ndarray:
             values = pd.to_numeric(shown, errors="coerce").dropna()
             if len(values):
                 value = float(duty.value)
-                out[k + 11] = float(value < values.min())
-                out[k + 12] = float(values.min() <= value <= values.max())
-                out[k + 13] = float(value > values.max())
+                out[k + 11] = float(value <= values.min())
+                out[k + 12] = float(values.min() < value < values.max())
+                out[k + 13] = float(value >= values.max())
         if duty.op in ("ge", "gt", "lt", "le"):
             out[k + 14] = _roundness(float(duty.value))
         if duty.op == "in" and shown is not None:
@@ -423,7 +429,7 @@ def _applied_to(choices: Choices, agent: str) -> pd.DataFrame:
     return choices.base
 
 
-def _named(choices: Choices, agent: str) -> dict[int, tuple[bool, int]]:
+def named_filters(choices: Choices, agent: str) -> dict[int, tuple[bool, int]]:
     """The options of ``agent``'s list that the user's request names, each with whether another
     named option keeps a strict subset of its rows (implies it), and its place among the named
     options none implies (-1 when implied)."""

@@ -37,7 +37,13 @@ from functools import cached_property
 import numpy as np
 import pandas as pd
 
-from orchestrl.envs.orchestration.planning.choices import AGENTS, NONE, Choices, propose_choices
+from orchestrl.envs.orchestration.planning.choices import (
+    AGENTS,
+    NONE,
+    Choices,
+    named_filters,
+    propose_choices,
+)
 from orchestrl.envs.orchestration.planning.exports import generate_sources
 from orchestrl.envs.orchestration.planning.requests import describe, words
 from orchestrl.envs.orchestration.spec import AggregateDuty, DeriveDuty, Role, SelectDuty, TopKDuty
@@ -204,16 +210,19 @@ def _decisions(choices: Choices, rng: np.random.Generator) -> dict[str, int]:
 
 def _label(draft: Choices, final: Choices, actions: Mapping[str, int]) -> dict[str, int] | None:
     """The drawn decisions as positions in the lists proposed from the public inputs (None when one
-    is not listed there). The two filters are a set, labelled in one order: ``filter_0`` the one
-    earlier in the (canonical) list, ``filter_1`` the later one or none, so that the two agents,
-    who share one list, can learn to split it by place."""
+    is not listed there). The two filters are a set, labelled in one order, so that the two agents,
+    who share one list, can learn to split it: the ones the request names (none implying them) first,
+    in list order, then the others in list order. ``filter_0`` takes the first, ``filter_1`` the
+    second or none; a request that names two gives the first named to ``filter_0`` and the second
+    to ``filter_1``, as their features say (:func:`.choices.features`)."""
     out = {}
     for agent in AGENTS:
         index = final.index(agent, draft.options[agent][int(actions[agent])].steps)
         if index is None:
             return None
         out[agent] = index
-    picked = sorted(out[a] for a in ("filter_0", "filter_1") if out[a])
+    named = {i for i, (_, place) in named_filters(final, "filter_0").items() if place >= 0}
+    picked = sorted((out[a] for a in ("filter_0", "filter_1") if out[a]), key=lambda i: (i not in named, i))
     out["filter_0"], out["filter_1"] = (*picked, 0, 0)[:2]
     return out
 
