@@ -346,8 +346,18 @@ def test_the_two_filters_are_labelled_named_first_then_in_list_order_whichever_w
         assert (label["filter_0"], label["filter_1"]) == (first, second)
     label = grammar._label(choices, choices, {**actions, "filter_1": second})
     assert (label["filter_0"], label["filter_1"]) == (second, 0)
-    named = dataclasses.replace(choices, tried={}, computed={})
-    named.computed[("named", "filter_0")] = {second: (False, 0)}  # the request names only the later one
+    orders = pd.DataFrame(
+        {
+            "order_id": range(40),
+            "region": ["North", "South", "East", "West"] * 10,
+            "amount": [float(10 + 7 * i % 90) for i in range(40)],
+        }
+    )
+    examples = orders.query("region == 'East' and amount >= 50").head(5)[["order_id", "amount"]]
+    named = propose_choices({"orders": orders}, examples, "Amount of 50 or more.")  # the later one
+    listed = {o.label: i for i, o in enumerate(named.options["filter_0"])}
+    first, second = listed["region eq East"], listed["amount ge 50.0 (requested)"]
+    assert first < second
     for drawn in ((second, first), (first, second)):
         label = grammar._label(named, named, {**actions, "filter_0": drawn[0], "filter_1": drawn[1]})
         assert (label["filter_0"], label["filter_1"]) == (second, first)
@@ -398,12 +408,10 @@ def test_a_bound_an_example_row_sits_on_reads_as_on_the_rows_side():
     placed = {}
     for i, option in enumerate(choices.options["filter_0"]):
         duty = option.steps[0].duty if option.steps else None
-        if duty is not None and duty.column == "bedrooms" and duty.op in ("ge", "lt"):
-            placed[(duty.op, float(duty.value))] = tuple(
-                choices.features[filter_0, i, [BELOW, INSIDE, ABOVE]]
-            )
-    assert placed[("ge", 3.0)] == (1.0, 0.0, 0.0), placed  # the bound the 3-bedroom row sits on
-    assert all(place == (1.0, 0.0, 0.0) for (op, value), place in placed.items() if op == "ge"), placed
+        if duty is not None and duty.column == "bedrooms" and duty.op == "ge":
+            placed[float(duty.value)] = tuple(choices.features[filter_0, i, [BELOW, INSIDE, ABOVE]])
+    assert placed[3.0] == (1.0, 0.0, 0.0), placed  # the bound the 3-bedroom row sits on
+    assert all(place == (1.0, 0.0, 0.0) for place in placed.values()), placed
     bound = Option(0.0, (Step(Role.FILTER, FilterDuty(column="bedrooms", op="ge", value=4.0)),), "ge 4")
     listed = (*choices.options["filter_0"], bound)  # not proposed: it drops the shown 3-bedroom rows
     wider = dataclasses.replace(
