@@ -244,6 +244,55 @@ def test_a_request_may_also_leave_out_values_its_kept_value_implies(monkeypatch)
             assert len(run_steps(kept, option.steps, {})) == len(kept), (words, option.label)
 
 
+def test_which_rows_count_is_said_in_words_read_back_as_such(monkeypatch):
+    """Of a pipeline that counts a change log once per record, :func:`.requests.describe` says that
+    only each record's latest row counts; of one that left-joins a lookup, that rows it lacks are
+    kept; in words :class:`..synthesis.request.Request` reads as such. A request for any other
+    pipeline says neither."""
+    for name, value in (
+        ("DESCRIBED", 1.0),
+        ("NAMED", 1.0),
+        ("ROWS_SAID", 1.0),
+        ("REDUNDANT", 0.0),
+        ("ASIDE", 0.0),
+    ):
+        monkeypatch.setattr(requests, name, value)
+    step = Step(Role.FILTER, FilterDuty(column="Pay Status", op="eq", value="Paid"))
+    for seed in range(12):  # every wording
+        said = requests.describe([step], (), np.random.default_rng(seed), latest="order_id")
+        kept = requests.describe([step], (), np.random.default_rng(seed), unmatched="customer_list")
+        plain = requests.describe([step], (), np.random.default_rng(seed))
+        assert Request.read(said).latest and "order id" in said, said
+        assert Request.read(kept).keeps_unmatched and "customer list" in kept, kept
+        assert not Request.read(said).keeps_unmatched and not Request.read(kept).latest, (said, kept)
+        assert not Request.read(plain).latest and not Request.read(plain).keeps_unmatched, plain
+
+
+def test_one_row_per_key_is_drawn_mostly_on_a_change_logs_row_key_and_rarely_on_another_column():
+    """A table whose row key repeats is a change log: its cleaning is one row per key about
+    :data:`.grammar.LATEST_WANTED` of the time; one row per another repeated column (a customer a
+    fact names again and again) about :data:`.grammar.ONE_PER_VALUE` of the time."""
+    shares = {}
+    for seed in range(400):
+        export = grammar.generate_sources(np.random.default_rng(seed), 1, dirty=True)
+        draft = propose_choices(export.sources, grammar.NO_EXAMPLES)
+        listed = draft.options["clean_0"]
+        keyed = [i for i, o in enumerate(listed) if grammar._keyed({draft.names[0]: o.steps})]
+        if not keyed:
+            continue
+        column = grammar._keyed({draft.names[0]: listed[keyed[0]].steps})[draft.names[0]]
+        kind = "row key" if column == export.row_keys[draft.names[0]] else "other"
+        if kind in shares:
+            continue
+        rng = np.random.default_rng(0)
+        draws = [grammar._decisions(draft, rng, export.row_keys)["clean_0"] for _ in range(400)]
+        shares[kind] = np.isin(draws, keyed).mean()
+        if len(shares) == 2:
+            break
+    assert shares["row key"] == pytest.approx(grammar.LATEST_WANTED, abs=0.06)
+    assert shares["other"] == pytest.approx(grammar.ONE_PER_VALUE, abs=0.05)
+
+
 def test_an_aside_names_a_value_of_a_column_no_filter_reads(monkeypatch):
     """With :data:`.requests.ASIDE`, the request names a value of a category column the pipeline
     does not filter on (what a reader of people's words also proposes); never one it filters on."""
@@ -300,7 +349,7 @@ def test_after_a_round_each_option_is_tried_with_the_others_on_their_choices(env
     with its teammates on their round-1 choices (here a join that is not the list's first), so the
     label's filter is shown as the move that gives the label's output (held, with its likelihood);
     every other feature is as in round 1."""
-    task = generate("heldout", 1)
+    task = generate("heldout", 19)
     label = task.reference
     assert label["join"] and label["filter_0"], "this test needs a label with a join and a filter"
     slot, option = AGENTS.index("filter_0"), label["filter_0"]
@@ -328,7 +377,7 @@ def test_the_generator_draws_every_kind_of_filter():
     rng = np.random.default_rng(0)
     drawn = set()
     for _ in range(300):
-        actions = grammar._decisions(draft, rng)
+        actions = grammar._decisions(draft, rng, export.row_keys)
         drawn |= {listed[actions[a]].steps[0].duty.op for a in ("filter_0", "filter_1") if actions[a]}
     assert {"eq", "ne", "in"} <= drawn, drawn
     assert drawn & {"ge", "lt"}, drawn
@@ -418,3 +467,34 @@ def test_a_bound_an_example_row_sits_on_reads_as_on_the_rows_side():
         choices, options={**choices.options, "filter_0": listed}, tried={}, computed={}
     )
     assert tuple(wider.features[filter_0, len(listed) - 1, [BELOW, INSIDE, ABOVE]]) == (0.0, 1.0, 0.0)
+
+
+REQUESTED_AT = len(STEP_KINDS) + 21
+"""The feature that says the user's request names an option."""
+
+
+def test_one_row_per_key_of_a_change_log_the_request_counts_at_its_latest_row_reads_as_requested():
+    """A cleaning agent sees that the request asks for one row per record ("only each ticket's
+    latest status counts") on the one-row-per-key option alone; without those words, on none."""
+    log = pd.DataFrame(
+        {
+            "ticket": ["T9", "T4", "T2", "T4", "T7", "T2", "T1", "T3", "T5", "T6"],
+            "team": ["Ops", "Web", "Ops", "Web", "App", "Ops", "Web", "App", "Ops", "Web"],
+            "status": ["Open", "Closed", "Open", "Open", "Open", "New", "Closed", "Open", "New", "Open"],
+            "hours": [3, 5, 2, 5, 8, 2, 1, 4, 6, 2],
+        }
+    )
+    examples = log.drop_duplicates("ticket").head(4)
+    clean_0 = AGENTS.index("clean_0")
+    for words, latest in (
+        ("Hours per ticket; only each ticket's latest status counts.", True),
+        (None, False),
+    ):
+        choices = propose_choices({"tickets": log}, examples, words)
+        keyed = [
+            i for i, o in enumerate(choices.options["clean_0"]) if o.steps and o.steps[-1].role is Role.DEDUP
+        ]
+        assert len(keyed) == 1, [o.label for o in choices.options["clean_0"]]
+        live = len(choices.options["clean_0"])
+        flags = choices.features[clean_0, :live, REQUESTED_AT].tolist()
+        assert flags == [float(latest and i in keyed) for i in range(live)], flags

@@ -8,7 +8,8 @@ import pytest
 
 from orchestrl.envs.orchestration.plans import run_spec
 from orchestrl.envs.orchestration.synthesis import synthesise
-from orchestrl.envs.orchestration.synthesis.proposer import filters
+from orchestrl.envs.orchestration.synthesis.evidence import target_facts
+from orchestrl.envs.orchestration.synthesis.proposer import cleanings, filters, joins, requested
 from orchestrl.envs.orchestration.synthesis.request import Request, normalise
 from orchestrl.envs.orchestration.tables import same_table
 
@@ -104,3 +105,90 @@ def test_a_value_with_a_number_is_named_by_its_words_unless_another_value_has_th
     assert request.names("Autumn 2026", ["Summer 2026", "Autumn 2026"]) is True
     assert request.names("Court 1", ["Court 1", "Court 2"]) is None  # "court" names every court
     assert request.names("Summer 2026", ["Summer 2026", "Autumn 2026"]) is None
+
+
+@pytest.mark.parametrize(
+    ("words", "latest"),
+    [
+        ("The export lists every change, newest first, so only each member's latest row counts.", True),
+        ("Which hives had no queen seen at their most recent inspection?", True),
+        ("How many people are currently subscribed, per country and plan?", True),
+        ("Total sales per region, highest first. Not the cancelled ones.", False),
+        ("The 5 fastest riders with their times.", False),
+    ],
+)
+def test_a_request_says_whether_only_each_records_latest_row_counts(words: str, latest: bool) -> None:
+    request = Request.read(words)
+    assert request is not None and request.latest is latest
+
+
+def test_a_change_log_said_to_count_at_its_latest_row_is_deduplicated_on_its_key() -> None:
+    """Memberships repeat a member when the tier changes (newest first); the examples alone fit
+    both every row and one per member, and the words decide: one row per member, marked as
+    requested for the team, and the synthesiser's output keeps each member's latest tier."""
+    log = pd.DataFrame(
+        {
+            "member_id": ["M07", "M03", "M01", "M02", "M03", "M04", "M05", "M06", "M01"],
+            "name": ["Ada", "Cy", "Bo", "Di", "Cy", "Ed", "Fi", "Gus", "Bo"],
+            "tier": ["Gold", "Silver", "Gold", "Silver", "Gold", "Bronze", "Gold", "Silver", "Silver"],
+            "updated": [
+                "2026-05-09", "2026-05-02", "2026-04-20", "2026-04-02", "2026-03-30",
+                "2026-03-11", "2026-03-02", "2026-02-14", "2026-01-20",
+            ],
+        }
+    )  # fmt: skip
+    wanted = log.drop_duplicates("member_id")[["member_id", "tier"]].reset_index(drop=True)
+    examples = wanted.head(3)
+    said = "Each member's tier; the CRM export lists every change, newest first, so go by the latest row."
+    keyed = [o for o in cleanings(log, target_facts(examples), request=Request.read(said)) if o.steps]
+    plain = [o for o in cleanings(log, target_facts(examples)) if o.steps]
+    assert (
+        [o.steps[-1].duty.subset for o in keyed]
+        == [("member_id",)]
+        == [o.steps[-1].duty.subset for o in plain]
+    )
+    assert requested(keyed[0]) and not requested(plain[0])
+    assert keyed[0].log_prior > plain[0].log_prior
+    found = synthesise({"log": log}, examples, description=said)
+    assert found.spec is not None
+    assert same_table(run_spec({"log": log}, found.spec).output, wanted)
+
+
+@pytest.mark.parametrize(
+    ("words", "keeps"),
+    [
+        ("Unpaid invoices with the client's email where I have it so I can chase them.", True),
+        ("Keep the visit even if the account isn't on the client list yet.", True),
+        ("Two were phone bookings who aren't in the customer list; keep them in.", True),
+        ("Orders ready for pickup with the customer's phone (keep tickets we can't match).", True),
+        ("Tickets sold per event and the venue's city.", False),
+    ],
+)
+def test_a_request_says_whether_rows_a_lookup_lacks_are_kept(words: str, keeps: bool) -> None:
+    request = Request.read(words)
+    assert request is not None and request.keeps_unmatched is keeps
+
+
+def test_a_lookup_the_request_says_to_keep_unmatched_rows_of_is_left_joined() -> None:
+    """One job names a client the client list lacks, and the first rows shown all have a client:
+    an inner and a left join both hold them, and the words decide for the left join, marked as
+    requested for the team; the synthesiser's output keeps the unmatched job."""
+    jobs = pd.DataFrame(
+        {
+            "job": [f"J{i}" for i in range(1, 9)],
+            "client": ["C1", "C2", "C1", "C3", "C2", "C1", "C9", "C3"],
+            "hours": [3.0, 2.5, 4.0, 1.0, 6.5, 2.0, 3.5, 5.0],
+        }
+    )
+    clients = pd.DataFrame({"client": ["C1", "C2", "C3"], "phone": ["0101", "0202", "0303"]})
+    wanted = jobs.merge(clients, on="client", how="left")[["job", "client", "phone", "hours"]]
+    said = "Every job with the client's phone where we have it."
+    options = joins(jobs, clients, "clients", needed=True, request=Request.read(said))
+    plain = joins(jobs, clients, "clients", needed=True)
+    assert [o.steps[0].duty.how for o in options if requested(o)] == ["left"]
+    assert not any(requested(o) for o in plain)
+    assert options[0].steps[0].duty.how == "left"
+    sources = {"jobs": jobs, "clients": clients}
+    found = synthesise(sources, wanted.head(5), description=said)
+    assert found.spec is not None
+    assert same_table(run_spec(sources, found.spec).output, wanted)

@@ -244,6 +244,7 @@ def propose_choices(
     but these."""
     names = list(sources)[:TABLES]
     facts = target_facts(examples)
+    request = Request.read(description)
     rewritten: dict[str, pd.DataFrame] = {}
     options: dict[str, tuple[Option, ...]] = {}
     for i, name in enumerate(names):
@@ -253,7 +254,7 @@ def propose_choices(
         for rewrite in fixed:
             clean = run_steps(frame, rewrite.steps, {})
             fact = None if i == 0 else sources[names[0]]
-            for option in cleanings(clean, facts, fact)[:CLEANINGS]:
+            for option in cleanings(clean, facts, fact, request)[:CLEANINGS]:
                 steps = rewrite.steps + option.steps
                 variants.append(Option(rewrite.log_prior + option.log_prior, steps, option.label))
         rewritten[name] = run_steps(frame, fixed[0].steps, {})
@@ -261,11 +262,11 @@ def propose_choices(
     for i in range(len(names), TABLES):
         options[f"clean_{i}"] = (NONE,)
     target = [str(c) for c in examples.columns]
-    plans = join_plans(rewritten[names[0]], rewritten, names, target)[:JOINS]
+    plans = join_plans(rewritten[names[0]], rewritten, names, target, request)[:JOINS]
     options["join"] = canonical(plans)
     joined = _joined(rewritten, names, options["join"])
     base = max(joined, key=lambda t: (len(t.columns), -abs(len(t) - len(joined[0]))))
-    listed = (NONE, *canonical(_filters_over(base, joined, examples, Request.read(description))))
+    listed = (NONE, *canonical(_filters_over(base, joined, examples, request)))
     options["filter_0"] = options["filter_1"] = listed
     frames = {n: sources[n] for n in names}
     return Choices(frames, examples.reset_index(drop=True), options, rewritten, base, facts)
@@ -316,7 +317,9 @@ def features(choices: Choices, agent: str, index: int) -> np.ndarray:
       similarity; whether the example rows are the first rows it keeps (on the columns they share),
       how many rows it keeps per example row (inverted), and the share of the kept rows' values of
       a text column the example rows show that they do show (a whole small output shows them all),
-      whether the user's request names it (a filter), its place in the list (canonical order: what
+      whether the user's request names it (a filter; one row per key when it says only each
+      record's latest row counts; a left join when it keeps rows a lookup lacks:
+      :func:`..synthesis.proposer.requested`), its place in the list (canonical order: what
       lets two agents with the same list agree to take different entries, as the two filter agents
       must for a conjunction); of a filter the request names: whether another one it names keeps
       fewer of the same rows (implies it: "only Posted, not Pending"), and whether it is this
@@ -438,7 +441,7 @@ def named_filters(choices: Choices, agent: str) -> dict[int, tuple[bool, int]]:
         table = _applied_to(choices, agent)
         kept: dict[int, frozenset[int]] = {}
         for i, option in enumerate(choices.options[agent]):
-            if requested(option):  # one filter step
+            if requested(option) and option.steps[0].role is Role.FILTER:  # one filter step
                 try:
                     kept[i] = frozenset(kept_rows(table, option.steps[0].duty).tolist())
                 except (KeyError, ValueError, TypeError):

@@ -10,8 +10,9 @@ skewed amounts, ids that grow with time, the odd order whose customer is missing
 
 With ``dirty=True`` an export also carries a few (usually one to three) kinds of the dirt such files
 carry (money written as ``"$1,234.50"``, ``"N/A"`` in a number column, stray spaces, ``"SHIPPED"``
-next to ``"Shipped"``, rows exported twice, change-log versions of a row, gaps, dates in a local
-format), so the planner has to learn which cleaning a task needs instead of assuming clean inputs.
+next to ``"Shipped"``, rows exported twice, change-log versions of a row listed newest first, gaps,
+dates in a local format), so the planner has to learn which cleaning a task needs instead of
+assuming clean inputs.
 
 Everything a frame holds is a str, an int, a float or missing (dates are strings), and an export's
 frames are what reading them back from CSV gives (pandas' defaults, as ``orchestrl plan`` reads a
@@ -770,9 +771,13 @@ DOMAIN_BY_NAME = {domain.name: domain for domain in DOMAINS}
 # Clean exports
 # ---------------------------------------------------------------------------------------------------
 
-FACT_ROWS = (40, 160)
-LOOKUP_ROWS = (6, 25)
+FACT_ROWS = (20, 120)
+LOOKUP_ROWS = (6, 60)
 ORPHAN_SHARE = 0.25  # how often a fact refers to a few keys its lookup lacks
+LEFT_OUT = 4  # most columns a fact export leaves out
+DENORMALISED = 0.5  # how often a fact carries attributes of a thing it refers to, unexported
+HABIT_SHARE = 0.5  # how often a fact's category is a habit of the thing a reference names
+HABIT = 0.85  # how often a row takes the habitual value of the thing it refers to
 
 
 @dataclass(frozen=True, eq=False)
@@ -783,6 +788,13 @@ class Export:
     domain: str
     sources: dict[str, pd.DataFrame]
     kinds: dict[str, dict[str, str]]
+
+    @property
+    def row_keys(self) -> dict[str, str]:
+        """Each table's row key: the column that names a row (the fact's id, a lookup's key)."""
+        domain = DOMAIN_BY_NAME[self.domain]
+        tables = {table.name: table for table in (domain.fact, *domain.lookups)}
+        return {name: tables[name].row_key.name for name in self.sources}
 
     @property
     def joins(self) -> tuple[Join, ...]:
@@ -824,11 +836,64 @@ def generate_sources(rng: np.random.Generator, tables: int, dirty: bool) -> Expo
     frames = {domain.fact.name: draw_table(rng, domain.fact, fact_rows, period, domain, keys)}
     for lookup in lookups:
         frames[lookup.name] = draw_table(rng, lookup, len(keys[lookup.name]), period, domain, keys)
-    schema = {table.name: table for table in (domain.fact, *lookups)}
+    frames[domain.fact.name] = narrow(rng, frames[domain.fact.name], domain.fact, lookups)
+    schema = {table.name: exported(table, frames[table.name]) for table in (domain.fact, *lookups)}
     if dirty:
         frames = soil(rng, frames, schema)
+    kinds = {name: table.kinds for name, table in schema.items()}
+    for lookup in domain.lookups:  # attributes of a thing no exported table lists
+        if lookup not in lookups and rng.random() < DENORMALISED:
+            lookup_frame = draw_table(rng, lookup, len(keys[lookup.name]), period, domain, keys)
+            fact, added = denormalise(rng, frames[domain.fact.name], domain, lookup, lookup_frame)
+            frames[domain.fact.name] = fact
+            kinds[domain.fact.name] = {c: kinds[domain.fact.name].get(c) or added[c] for c in fact.columns}
     frames = {name: as_read_back(frame) for name, frame in frames.items()}
-    return Export(domain.name, frames, {name: table.kinds for name, table in schema.items()})
+    return Export(domain.name, frames, kinds)
+
+
+def narrow(rng: np.random.Generator, fact: pd.DataFrame, table: Table, lookups: list[Table]) -> pd.DataFrame:
+    """``fact`` without up to :data:`LEFT_OUT` of its columns (an export of the columns someone
+    picked): never its row key, its stamp, a reference to an exported lookup, or its first measure."""
+    kept = {
+        table.row_key.name,
+        *(stamp.name for stamp in table.of(Stamp)),
+        table.of(Number)[0].name,
+        *(ref.name for ref in table.of(Ref) if ref.lookup in {lookup.name for lookup in lookups}),
+    }
+    droppable = [c for c in fact.columns if c not in kept]
+    count = min(len(droppable), int(rng.integers(0, LEFT_OUT + 1)))
+    dropped = {droppable[i] for i in rng.choice(len(droppable), size=count, replace=False)}
+    return fact[[c for c in fact.columns if c not in dropped]]
+
+
+def exported(table: Table, frame: pd.DataFrame) -> Table:
+    """``table`` with only the columns ``frame`` has (what the dirt may hit, and the kinds)."""
+    return Table(table.name, *(column for column in table.columns if column.name in frame.columns))
+
+
+def denormalise(
+    rng: np.random.Generator, fact: pd.DataFrame, domain: Domain, lookup: Table, frame: pd.DataFrame
+) -> tuple[pd.DataFrame, dict[str, str]]:
+    """``fact`` with one to three of ``lookup``'s names and categories copied in after the column
+    that refers to it (a customer's name beside its id, as exports from one system carry them),
+    and their kinds. A thing's rows then agree on them: different records of one thing, not
+    versions of one record."""
+    ref = domain.ref(lookup).name
+    attributes = [c.name for c in lookup.of(Text, Category) if c.name not in fact.columns]
+    if ref not in fact.columns or not attributes:
+        return fact, {}
+    count = min(len(attributes), int(rng.integers(1, 4)))
+    picked = [attributes[i] for i in sorted(rng.choice(len(attributes), size=count, replace=False))]
+    key = lookup.row_key.name
+    values = frame.set_index(frame[key].astype(str))[picked]
+    refs = fact[ref].astype(str).str.strip()
+    unknown = sorted(set(refs) - set(values.index))  # things the lookup lacks have attributes too
+    others = values.iloc[rng.choice(len(values), size=len(unknown))].set_axis(unknown)
+    copied = pd.concat([values, others]).reindex(refs).reset_index(drop=True)
+    at = list(fact.columns).index(ref) + 1
+    columns = [*fact.columns[:at], *picked, *fact.columns[at:]]
+    out = pd.concat([fact.reset_index(drop=True), copied], axis=1)[columns]
+    return out, {name: lookup.kinds[name] for name in picked}
 
 
 def as_read_back(frame: pd.DataFrame) -> pd.DataFrame:
@@ -872,6 +937,12 @@ def draw_table(
                 drawn[column.name] = rng.integers(0, period.days, size=rows)
             case Text():
                 drawn[column.name] = draw_text(rng, column, rows, unique=isinstance(table.row_key, Key))
+    refs = table.of(Ref)
+    for category in table.of(Category) if refs else ():
+        if rng.random() < HABIT_SHARE:
+            drawn[category.name] = draw_habit(
+                rng, drawn[refs[rng.integers(len(refs))].name], drawn[category.name]
+            )
     dates = table.of(Date)
     if dates:
         order = np.argsort(drawn[dates[0].name], kind="stable")
@@ -918,6 +989,16 @@ def draw_refs(rng: np.random.Generator, keys: np.ndarray, lookup: Table, rows: i
     return refs
 
 
+def draw_habit(rng: np.random.Generator, refs: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """``values`` where most rows (:data:`HABIT`) take the usual value of the thing their reference
+    names (a customer's usual channel, a pupil's instrument): rows naming one thing are different
+    records that still share some attributes, as in real exports."""
+    keys, first = np.unique(refs, return_index=True)
+    usual = dict(zip(keys.tolist(), values[first], strict=True))  # each thing's first value
+    habitual = np.array([usual[ref] for ref in refs.tolist()], dtype=values.dtype)
+    return np.where(rng.random(len(refs)) < HABIT, habitual, values)
+
+
 def draw_category(rng: np.random.Generator, column: Category, rows: int) -> np.ndarray:
     """Values with shares that differ from export to export."""
     shares = rng.dirichlet(np.full(len(column.values), 4.0))
@@ -951,6 +1032,7 @@ def shape_number(column: Number, raw: np.ndarray) -> np.ndarray:
 # ---------------------------------------------------------------------------------------------------
 
 DIRT_SHARE = 0.25  # each applicable kind of dirt, independently
+CHANGE_LOG_SHARE = 0.45  # a table with a stamp exported as its change log (versions of rows)
 NA_TOKENS = ("N/A", "n/a", "-", "")
 DATE_FORMATS = ("%d/%m/%Y", "%m/%d/%Y", "%d %b %Y", "%a %d/%m/%Y")
 MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
@@ -966,13 +1048,14 @@ class Dirt:
     name: str
     targets: Callable[[Table, pd.DataFrame], list[str]]
     apply: Callable[[np.random.Generator, Table, pd.DataFrame, str], pd.DataFrame]
+    share: float = DIRT_SHARE
 
 
 def soil(
     rng: np.random.Generator, frames: dict[str, pd.DataFrame], schema: dict[str, Table]
 ) -> dict[str, pd.DataFrame]:
-    """Each applicable kind of dirt with probability :data:`DIRT_SHARE` (one at least), on one column
-    drawn among those it can hit, in :data:`DIRT`'s order."""
+    """Each applicable kind of dirt with its probability (:data:`DIRT_SHARE`, one at least), on one
+    column drawn among those it can hit, in :data:`DIRT`'s order."""
     targets = {
         dirt.name: [
             (name, column) for name, table in schema.items() for column in dirt.targets(table, frames[name])
@@ -980,7 +1063,7 @@ def soil(
         for dirt in DIRT
     }
     usable = [dirt for dirt in DIRT if targets[dirt.name]]
-    drawn = [dirt for dirt in usable if rng.random() < DIRT_SHARE]
+    drawn = [dirt for dirt in usable if rng.random() < dirt.share]
     if not drawn:
         drawn = [usable[rng.integers(len(usable))]]
     frames = dict(frames)
@@ -1008,7 +1091,8 @@ def insert_after(
 
 def add_versions(rng: np.random.Generator, table: Table, frame: pd.DataFrame, column: str) -> pd.DataFrame:
     """Change-log style: a few rows (named by ``column``) again, later, with a new status and
-    sometimes a new amount."""
+    sometimes a new amount; the log listed newest first, as change-log exports are (so the first
+    row of a record is its latest)."""
     sources = some_rows(rng, len(frame), 0.03, 0.1)
     later = frame.iloc[sources].copy()
     categories, numbers = table.of(Category), table.of(Number)
@@ -1027,7 +1111,7 @@ def add_versions(rng: np.random.Generator, table: Table, frame: pd.DataFrame, co
         (dt.date.fromisoformat(day) + dt.timedelta(days=int(lag))).isoformat()
         for day, lag in zip(later[stamp.name], rng.integers(1, 31, size=len(later)), strict=True)
     ]
-    return insert_after(rng, frame, later, sources)
+    return insert_after(rng, frame, later, sources).iloc[::-1].reset_index(drop=True)
 
 
 def add_duplicates(rng: np.random.Generator, table: Table, frame: pd.DataFrame, column: str) -> pd.DataFrame:
@@ -1133,6 +1217,7 @@ DIRT: tuple[Dirt, ...] = (  # in the order they apply: versions on clean values,
         "versions",
         lambda table, frame: [table.row_key.name] if table.stamp and table.of(Category) else [],
         add_versions,
+        CHANGE_LOG_SHARE,
     ),
     Dirt(
         "number_text",

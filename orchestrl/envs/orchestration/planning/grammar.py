@@ -9,7 +9,8 @@ only scores and labels. Generation (:func:`generate`), reproducible from ``(spli
 1. an export of one to three tables from one of the business domains of :mod:`.exports`, clean
    or with the dirt real exports have;
 2. the pipeline's decisions drawn among the proposer's own options (:mod:`.choices`, proposed here
-   without example rows): each table's cleaning, the joins, up to two filters on different
+   without example rows): each table's cleaning (one row per key mostly where the key is the
+   table's row key, a change log's record), the joins, up to two filters on different
    columns among every single filter the proposer writes (keep a value, leave one out, keep a
    set, bound a number, drop missing), each kind about as often as in people's requests;
 3. the output's shape drawn on the resulting table: its rows (two to four columns, a product of
@@ -18,7 +19,8 @@ only scores and labels. Generation (:func:`generate`), reproducible from ``(spli
    ``avg_price``, ``n_orders``), means rounded to cents, sorted by the first or not;
 4. the wanted table is that pipeline's output and the example rows its first five;
 5. for a share of tasks, the request a person would write beside them (:mod:`.requests`): the
-   wanted table in a phrase, and most of the filters in words.
+   wanted table in a phrase, most of the filters in words, and mostly which rows count where the
+   data leaves it open (each record's latest row of a change log; rows a lookup lacks, kept).
 
 A draw is kept only when the public inputs can express it: every decision is among the options
 proposed from the public inputs (now with the example rows), and the output's shape deduced from
@@ -30,7 +32,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -137,7 +139,7 @@ def _draw(rng: np.random.Generator, split: str, seed: int) -> PlanningTask | Non
     export = generate_sources(rng, tables, dirty=bool(rng.random() < 0.7))
     sources = export.sources
     draft = _every_filter(propose_choices(sources, NO_EXAMPLES))
-    actions = _decisions(draft, rng)
+    actions = _decisions(draft, rng, export.row_keys)
     try:
         table = draft.table(actions).reset_index(drop=True)
     except (KeyError, ValueError, TypeError):
@@ -155,8 +157,11 @@ def _draw(rng: np.random.Generator, split: str, seed: int) -> PlanningTask | Non
     if len(target) < 3 or target.isna().any().any():
         return None
     examples = target.head(EXAMPLE_ROWS).reset_index(drop=True)
-    _, main = draft.streams(actions)
-    description = describe([s for s in main if s.role is Role.FILTER], post, rng, draft.joined(actions))
+    cleaning, main = draft.streams(actions)
+    latest = next((k for name, k in _keyed(cleaning).items() if k == export.row_keys[name]), None)
+    kept = [s.other for s in main if s.role is Role.JOIN and s.duty.how == "left"]
+    filtered = [s for s in main if s.role is Role.FILTER]
+    description = describe(filtered, post, rng, draft.joined(actions), latest, next(iter(kept), None))
     choices = propose_choices(sources, examples, description)
     reference = _label(draft, choices, actions)
     if reference is None:
@@ -182,11 +187,28 @@ def _every_filter(draft: Choices) -> Choices:
     return dataclasses.replace(draft, options={**draft.options, "filter_0": listed, "filter_1": listed})
 
 
-def _decisions(choices: Choices, rng: np.random.Generator) -> dict[str, int]:
-    """Each agent's option drawn: any cleaning and join, and up to two filters on two columns, a
-    filter as likely as its kind (:data:`FILTER_KINDS`, shared among that kind's filters) times the rows it
-    keeps (two narrow filters leave no table)."""
+LATEST_WANTED = 0.85
+"""Probability that a table deduplicated on its row key is wanted so: a change log's key repeats
+only in its versions of one record, and a person counts each record once, at its latest row."""
+ONE_PER_VALUE = 0.1
+"""Probability that a table deduplicated on another column is wanted so: a customer, a pupil or a
+day repeats because rows are different records, and a person wants them all."""
+
+
+def _decisions(choices: Choices, rng: np.random.Generator, row_keys: Mapping[str, str]) -> dict[str, int]:
+    """Each agent's option drawn: any join, a cleaning (one row per key as often as a person wants
+    it: :data:`LATEST_WANTED` on a table's row key, :data:`ONE_PER_VALUE` on another column), and up
+    to two filters on two columns, a filter as likely as its kind (:data:`FILTER_KINDS`, shared among
+    that kind's filters) times the rows it keeps (two narrow filters leave no table)."""
     actions = {a: int(rng.integers(len(choices.options[a]))) for a in AGENTS if not a.startswith("filter")}
+    for i, name in enumerate(choices.names):
+        listed = choices.options[f"clean_{i}"]
+        keyed = [j for j, option in enumerate(listed) if _keyed({name: option.steps})]
+        if keyed and len(keyed) < len(listed):
+            latest = _keyed({name: listed[keyed[0]].steps})[name] == row_keys[name]
+            wanted = LATEST_WANTED if latest else ONE_PER_VALUE
+            pool = keyed if rng.random() < wanted else [j for j in range(len(listed)) if j not in keyed]
+            actions[f"clean_{i}"] = pool[int(rng.integers(len(pool)))]
     listed = choices.options["filter_0"]
     kinds = [o.steps[0].duty.op for o in listed[1:]]
     share = {kind: FILTER_KINDS.get(kind, 0.0) / kinds.count(kind) for kind in set(kinds)}
@@ -206,6 +228,16 @@ def _decisions(choices: Choices, rng: np.random.Generator) -> dict[str, int]:
     actions["filter_0"] = picked[0] if picked else 0
     actions["filter_1"] = picked[1] if len(picked) > 1 else 0
     return actions
+
+
+def _keyed(cleaning: Mapping[str, Sequence[Step]]) -> dict[str, str]:
+    """Each table's column its cleaning stream deduplicates on alone (one row per key), if any."""
+    return {
+        name: step.duty.subset[0]
+        for name, steps in cleaning.items()
+        for step in steps
+        if step.role is Role.DEDUP and step.duty.subset is not None and len(step.duty.subset) == 1
+    }
 
 
 def _label(draft: Choices, final: Choices, actions: Mapping[str, int]) -> dict[str, int] | None:

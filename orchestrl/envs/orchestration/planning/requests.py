@@ -5,9 +5,12 @@ People who bring an export often say what they want in a sentence or two beside 
 such a request for a generated task from its hidden pipeline: the wanted table in a phrase (its
 measures, per which keys, highest first) and, each with probability :data:`NAMED`, the filters it
 keeps rows by, in the ways :mod:`..synthesis.request` reads (a value kept or left out, a bound with
-the column's words beside it, a column that must be filled). Only English function words are
-used; every other word comes from the task's own column names and values. A request is drawn for a
-share of tasks (:data:`DESCRIBED`); the rest have only the example rows, as many users give.
+the column's words beside it, a column that must be filled), and of a change log the pipeline counts
+once per record, that only each record's latest row counts (:data:`LATEST`), and of a left join,
+that rows the lookup lacks are kept (:data:`UNMATCHED`), each with probability :data:`ROWS_SAID`.
+Only English function words are used; every other word comes from the task's own column names and
+values. A request is drawn for a share of tasks (:data:`DESCRIBED`); the rest have only the example
+rows, as many users give.
 
 People also say more than the pipeline needs, and a reader of their words proposes those filters
 too: a kept value often comes with the values it leaves out ("only Posted, not Pending or
@@ -35,6 +38,10 @@ NAMED = 0.75
 REDUNDANT = 0.35
 """Probability that a named kept value comes with one or two of the column's other values, left out
 in words (implied by the kept value)."""
+ROWS_SAID = 0.9
+"""Probability that a request says which rows count where the data leaves it open: that only each
+record's latest row of a change log counts, or that rows a lookup lacks are kept (people nearly
+always say so)."""
 ASIDE = 0.15
 """Probability that a request names, in an aside, a value of a category column nothing filters on."""
 
@@ -44,6 +51,19 @@ AT_LEAST = ("{c} of {n} or more", "at least {n} {c}", "{c} {n} and above", "with
 BELOW = ("{c} under {n}", "less than {n} {c}", "with {c} below {n}", "{c} lower than {n}")
 FILLED = ("skip rows with no {c}", "leave out those without a {c}", "ignore any with no {c}")
 ALSO = ("{v} ones included", "including {v}", "{v} as well", "{v} are in there too")
+LATEST = (
+    "the export lists every change, newest first, so only each {k}'s latest row counts",
+    "go by each {k}'s latest status",
+    "only the latest version of each {k} counts",
+    "the log has every update with the newest at the top, so take each {k}'s most recent row",
+    "it's a change log, newest change first: count each {k} once, as it currently stands",
+)
+UNMATCHED = (
+    "with the {t} details where we have them",
+    "keep the ones we can't match to {t} too",
+    "even if they aren't in {t}",
+    "keep them in even without a match in {t}",
+)
 PER = ("{m} per {k}", "{m} by {k}", "for each {k}, the {m}")
 ORDER = ("highest first", "biggest first", "sorted by {m}")
 
@@ -53,10 +73,13 @@ def describe(
     shape: Sequence[Step],
     rng: np.random.Generator,
     table: pd.DataFrame | None = None,
+    latest: str | None = None,
+    unmatched: str | None = None,
 ) -> str | None:
     """A request for the wanted table that ``filters`` then ``shape`` make from ``table`` (the rows
     the filters read; without it, no value beyond the pipeline's is named), or None (no request:
-    :data:`DESCRIBED`)."""
+    :data:`DESCRIBED`); ``latest``: the key a change log is counted once per (its latest row);
+    ``unmatched``: the lookup whose unmatched rows are kept (a left join)."""
     if rng.random() >= DESCRIBED:
         return None
     sentences = [_wanted(shape, rng)]
@@ -65,6 +88,10 @@ def describe(
             sentences.append(_filter(step, rng))
             if table is not None and step.duty.op == "eq" and rng.random() < REDUNDANT:
                 sentences.append(_left_out(step, table, rng))
+    if latest is not None and rng.random() < ROWS_SAID:
+        sentences.append(_pick(LATEST, rng).format(k=_words(latest)))
+    if unmatched is not None and rng.random() < ROWS_SAID:
+        sentences.append(_pick(UNMATCHED, rng).format(t=_words(unmatched)))
     if table is not None and rng.random() < ASIDE:
         sentences.append(_aside(filters, table, rng))
     said = [s[0].upper() + s[1:] for s in sentences if s]

@@ -120,11 +120,16 @@ def rewrites(facts: Mapping[str, ColumnFacts], target: Mapping[str, TargetFacts]
 
 
 def cleanings(
-    frame: pd.DataFrame, target: Mapping[str, TargetFacts], fact: pd.DataFrame | None = None
+    frame: pd.DataFrame,
+    target: Mapping[str, TargetFacts],
+    fact: pd.DataFrame | None = None,
+    request: Request | None = None,
 ) -> list[Option]:
     """Alternative cleanings of one (rewritten) table, most likely first. A lookup table (``fact``:
     the fact table it joins to) is only deduplicated on a key the fact table's values occur in:
-    one row per machine, not one per site the machines stand at."""
+    one row per machine, not one per site the machines stand at. A ``request`` that says only each
+    record's latest row counts (:data:`.request.LATEST`) makes one row per key
+    :data:`.request.MENTION_ODDS` times likelier, and marks it requested (:func:`requested`)."""
     facts = column_facts(frame)
     options = [Option(0.0, ())]
     for f in facts.values():
@@ -170,6 +175,9 @@ def cleanings(
         p = 0.6 if key.name in target else 0.3
         if _own_records(distinct, facts, target):
             p = 0.1
+        latest = request is not None and request.latest
+        if latest:
+            p = p * MENTION_ODDS / (p * MENTION_ODDS + 1 - p)
         options = [
             alt
             for o in options
@@ -177,7 +185,7 @@ def cleanings(
                 Option(
                     o.log_prior + math.log(p),
                     (*o.steps, Step(Role.DEDUP, DedupDuty(subset=(key.name,)))),
-                    f"{o.label} dedup:{key.name}",
+                    f"{o.label} dedup:{key.name}{REQUESTED if latest else ''}",
                 ),
                 Option(o.log_prior + math.log(1 - p), o.steps, o.label),
             )
@@ -237,12 +245,20 @@ def _versions(distinct: pd.DataFrame, key: str) -> float:
 
 
 def joins(
-    fact: pd.DataFrame, other: pd.DataFrame, table: str, needed: bool, listed: bool = False
+    fact: pd.DataFrame,
+    other: pd.DataFrame,
+    table: str,
+    needed: bool,
+    listed: bool = False,
+    request: Request | None = None,
 ) -> list[Option]:
     """Ways to merge ``other`` into the fact stream, most likely first: on the key pair whose values
     overlap most (inner, and left when some fact rows find no match); leaving it out when no
     target column needs it. When some fact rows find no match, ``listed`` (the output lists the
-    fact table's rows: it shows their key) makes the left join, which keeps them, the likelier."""
+    fact table's rows: it shows their key) makes the left join, which keeps them, the likelier; a
+    ``request`` that keeps rows a lookup lacks (:data:`.request.KEEP_UNMATCHED`) makes it
+    :data:`.request.MENTION_ODDS` times likelier and marks it requested (:func:`requested`)."""
+    keep = request is not None and request.keeps_unmatched
     pairs = []
     for right in other.columns:
         values = other[right].dropna()
@@ -267,8 +283,13 @@ def joins(
         options.append(Option(inner, (Step(Role.JOIN, duty, table),), f"join {table} on {left}={right}"))
         if overlap < 1.0:
             left_join = JoinDuty(left_on=left, right_on=right, how="left")
+            said = math.log(MENTION_ODDS) if keep else 0.0
             options.append(
-                Option(prior + (0.0 if listed else unmatched), (Step(Role.JOIN, left_join, table),), "left")
+                Option(
+                    prior + (0.0 if listed else unmatched) + said,
+                    (Step(Role.JOIN, left_join, table),),
+                    f"left{REQUESTED if keep else ''}",
+                )
             )
     if not needed:
         options.append(Option(math.log(0.3), (), f"without {table}"))
@@ -390,7 +411,9 @@ REQUESTED = " (requested)"
 
 
 def requested(option: Option) -> bool:
-    """Whether ``option`` is a filter the user's request names (:func:`_requested`)."""
+    """Whether ``option`` is a filter the user's request names (:func:`_requested`), one row per
+    key when it says only each record's latest row counts (:func:`cleanings`), or a left join (or a
+    plan of joins with one) when it keeps rows a lookup lacks (:func:`joins`)."""
     return option.label.endswith(REQUESTED)
 
 

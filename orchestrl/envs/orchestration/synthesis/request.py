@@ -6,7 +6,11 @@ count"), a bound on a measure ("3 hours or more", "more than 6 tonnes of salt") 
 must be filled ("skip records with no count"). :class:`Request` reads those mentions; the proposer
 (:func:`.proposer.filters`) makes the filters they name likelier than no filter
 (:data:`MENTION_ODDS`), and the example rows still decide: a named filter that drops a value the
-examples show is screened out like any other.
+examples show is screened out like any other. A person handing over a change log also says that
+only each record's latest row counts ("the export lists every change, newest first": :data:`LATEST`),
+which makes one row per key likelier (:func:`.proposer.cleanings`); and one who wants rows a
+lookup lacks kept says so ("with the phone number where we have one": :data:`KEEP_UNMATCHED`),
+which makes a left join likelier (:func:`.proposer.joins`).
 
 Only English function words are read (directions, negations, "no"); values and column names
 come from the data, never from a list of domain words. Without a request nothing changes.
@@ -50,6 +54,16 @@ BOUNDS_AFTER = {
     ),
 }
 """A direction written after the number and at most two unit words ("30 cubic metres or more")."""
+LATEST = re.compile(
+    r"\b(?:latest|newest|most recent|current|currently|last (?:update|change|status|version|entry))\b"
+)
+"""Words that say only each record's latest version counts (of a change log, newest first)."""
+KEEP_UNMATCHED = re.compile(
+    r"\b(?:where (?:we|i|they) (?:have|know)|if (?:we|i) (?:have|know)|even (?:if|though|without)|anyway|"
+    r"keep (?:\w+ ){0,4}(?:in|too)|(?:can't|cannot|couldn't) match|where known|if known|if any)\b"
+)
+"""Words that keep the rows a lookup has no match for ("the client's email where I have it", "keep
+the visit even if the account isn't on the list")."""
 THOUSANDS = r"(?<=\d),(?=\d{3}\b)"
 NEAR = 3
 """Words either side of a bound that may name its column ("review score of 4 or more")."""
@@ -75,12 +89,15 @@ class Bound:
 
 @dataclass(frozen=True)
 class Request:
-    """The request's clauses (normalised text, whether it says what to leave out), its bounds and
-    the words it says are missing ("no count")."""
+    """The request's clauses (normalised text, whether it says what to leave out), its bounds, the
+    words it says are missing ("no count"), whether it says only each record's latest row counts
+    (:data:`LATEST`) and whether it keeps rows a lookup has no match for (:data:`KEEP_UNMATCHED`)."""
 
     clauses: tuple[tuple[str, bool], ...]
     bounds: tuple[Bound, ...]
     unfilled: frozenset[str]
+    latest: bool = False
+    keeps_unmatched: bool = False
 
     @classmethod
     def read(cls, words: str | None) -> Request | None:
@@ -97,7 +114,9 @@ class Request:
                 bounds += _bounds(normalise(piece))
             missing = MISSING.finditer(_without_articles(text))
             unfilled |= {word for m in missing for word in name_tokens(m.group(1))}
-        return cls(tuple(clauses), tuple(bounds), frozenset(unfilled))
+        folded = words.casefold().replace("\u2019", "'")
+        latest, unmatched = (LATEST.search(folded) is not None, KEEP_UNMATCHED.search(folded) is not None)
+        return cls(tuple(clauses), tuple(bounds), frozenset(unfilled), latest, unmatched)
 
     def names(self, value: str, others: Sequence[str] = ()) -> bool | None:
         """Whether the request names ``value``: True in a clause keeping it, False in one leaving it

@@ -67,11 +67,13 @@ from orchestrl.envs.orchestration.synthesis.evidence import (
     values_occur,
 )
 from orchestrl.envs.orchestration.synthesis.proposer import (
+    REQUESTED,
     Option,
     Step,
     cleanings,
     filters,
     joins,
+    requested,
     rewrites,
 )
 from orchestrl.envs.orchestration.synthesis.request import Request
@@ -173,6 +175,7 @@ def synthesise(
     names = tuple(sources)
     facts = target_facts(examples)
     target = [str(c) for c in examples.columns]
+    asked = Request.read(description)
     rewritten, table_options = {}, {}
     for name, frame in sources.items():
         fixed = rewrites(column_facts(frame), facts)
@@ -180,7 +183,7 @@ def synthesise(
         for rewrite in fixed:
             clean_frame = run_steps(frame, rewrite.steps, {})
             fact = None if name == names[0] else sources[names[0]]
-            for option in cleanings(clean_frame, facts, fact)[:CLEANINGS]:
+            for option in cleanings(clean_frame, facts, fact, asked)[:CLEANINGS]:
                 variants.append(Option(rewrite.log_prior + option.log_prior, rewrite.steps + option.steps))
         rewritten[name] = variants
     for name, variants in rewritten.items():
@@ -190,14 +193,13 @@ def synthesise(
     bases = []
     for log_prior, cleaning, tables in _cleaned(sources, table_options):
         fact = tables[names[0]]
-        for join_plan in join_plans(fact, tables, names, target):
+        for join_plan in join_plans(fact, tables, names, target, asked):
             try:
                 base = run_steps(fact, join_plan.steps, tables)
             except (KeyError, ValueError, TypeError):
                 continue
             bases.append((log_prior + join_plan.log_prior, cleaning, join_plan, tables, base))
     bases = _distinct(sorted(bases, key=lambda b: -b[0]))[:MAX_BASES]
-    asked = Request.read(description)
     plans = [_filter_plans(filters(base, examples, asked)) for *_, base in bases]
     ranked = sorted(
         (-(prior + f.log_prior), i, k) for i, (prior, *_) in enumerate(bases) for k, f in enumerate(plans[i])
@@ -279,18 +281,27 @@ def _cleaned(
 
 
 def join_plans(
-    fact: pd.DataFrame, tables: Mapping[str, pd.DataFrame], names: Sequence[str], target: Sequence[str]
+    fact: pd.DataFrame,
+    tables: Mapping[str, pd.DataFrame],
+    names: Sequence[str],
+    target: Sequence[str],
+    request: Request | None = None,
 ) -> list[Option]:
-    """Ways to merge the other tables into the fact stream, in order, most likely first."""
+    """Ways to merge the other tables into the fact stream, in order, most likely first; a plan
+    with a join the ``request`` asks for is marked requested (:func:`.proposer.joins`)."""
     plans = [Option(0.0, ())]
     listed = any(f.key and name in target for name, f in column_facts(fact).items())
     for name in names[1:]:
         other = tables[name]
         needed = any(t in other.columns and t not in fact.columns for t in target)
         plans = [
-            Option(p.log_prior + o.log_prior, p.steps + o.steps)
+            Option(
+                p.log_prior + o.log_prior,
+                p.steps + o.steps,
+                REQUESTED if requested(p) or requested(o) else "",
+            )
             for p in plans
-            for o in joins(_joined(fact, p.steps, tables), other, name, needed, listed)
+            for o in joins(_joined(fact, p.steps, tables), other, name, needed, listed, request)
         ]
     return sorted(plans, key=lambda o: -o.log_prior)[:4]
 
