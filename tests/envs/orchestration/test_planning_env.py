@@ -498,3 +498,32 @@ def test_one_row_per_key_of_a_change_log_the_request_counts_at_its_latest_row_re
         live = len(choices.options["clean_0"])
         flags = choices.features[clean_0, :live, REQUESTED_AT].tolist()
         assert flags == [float(latest and i in keyed) for i in range(live)], flags
+
+
+def test_the_synthesiser_beside_the_team_reads_the_same_words():
+    """The env's reference synthesiser (``solver_success``, the baseline a team is measured
+    against) gets the request the team reads: on a change log (each change its own number) the
+    words say to count at each member's latest row, and whose examples fit every row as well, it
+    succeeds with them and not without them."""
+    log = pd.DataFrame(
+        {
+            "change": [f"CH-{i:03d}" for i in range(9, 0, -1)],
+            "member_id": ["M07", "M03", "M01", "M02", "M03", "M04", "M05", "M06", "M01"],
+            "name": ["Ada", "Cy", "Bo", "Di", "Cy", "Ed", "Fi", "Gus", "Bo"],
+            "tier": ["Gold", "Silver", "Gold", "Silver", "Gold", "Bronze", "Gold", "Silver", "Silver"],
+            "fee": [40, 25, 40, 25, 40, 10, 40, 25, 25],
+        }
+    )
+    target = log.drop_duplicates("member_id")[["change", "name", "tier"]].reset_index(drop=True)
+    said = "Each member's tier; the export lists every change, newest first: the latest row counts."
+    solved = {}
+    for words in (said, None):
+        task = grammar.PlanningTask("heldout", 0, "user", {"log": log}, target.head(3), target, None, words)
+        made = PlanningEnv(split="heldout", rounds=1, reference_metrics=True)
+        try:
+            made.reset(options={"task": task})
+            *_, infos = made.step({a: np.array([0]) for a in AGENTS})
+        finally:
+            made.close()
+        solved[words] = infos["clean_0"]["metrics"]["solver_success"]
+    assert solved == {said: 1.0, None: 0.0}

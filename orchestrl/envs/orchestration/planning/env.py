@@ -328,12 +328,13 @@ class PlanningEnv(ParallelEnv):
         return metrics
 
     def _reference_metrics(self) -> dict[str, float]:
-        """The synthesiser's success on this task (its search on the public inputs, its pipeline run
-        once in the sandbox) and one uniformly random team's."""
+        """The synthesiser's success on this task (its search on the public inputs, the user's words
+        included, as the team reads them; its pipeline run once in the sandbox) and one uniformly
+        random team's."""
         from orchestrl.envs.orchestration.synthesis import synthesise
 
         task = self.task
-        found = synthesise(task.sources, task.examples, self._target_rows)
+        found = synthesise(task.sources, task.examples, self._target_rows, description=task.description)
         solved = same_output(self.execute(found.spec), task.target) if found.spec else False
         random = {a: int(self._rng.integers(len(task.choices.options[a]))) for a in self.possible_agents}
         spec, _, _ = self.write(random)
