@@ -6,7 +6,11 @@ wants out of them; the hidden pipeline that produced those rows (cleaning, join,
 sort, top-k, select) is picked by another module. This module only makes the sources, and makes them
 look like the files people actually send: column names in each system's own style (``cust_id`` here,
 ``Customer ID`` in the CRM the customers come from), categories with their real spelling and case,
-skewed amounts, ids that grow with time, the odd order whose customer is missing from the lookup.
+skewed amounts, ids that grow with time, the odd order whose customer is missing from the lookup,
+only the columns someone picked, and, as one system's exports do, the name and categories of a thing
+a fact refers to copied beside its id where no exported table lists it, and habits per thing (a
+customer's usual channel): so a column such as a pupil or a customer repeats across rows that are
+different records, which one row per key would wrongly collapse.
 
 With ``dirty=True`` an export also carries a few (usually one to three) kinds of the dirt such files
 carry (money written as ``"$1,234.50"``, ``"N/A"`` in a number column, stray spaces, ``"SHIPPED"``
