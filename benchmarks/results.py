@@ -1075,12 +1075,22 @@ def team_name(checkpoint: str) -> str:
     return f"checkpoint of run `{parts[-5]}`"
 
 
+def experiment_of(checkpoint: str | None) -> str:
+    """The experiment a checkpoint under ``experiments/<name>/<run>/checkpoints/`` belongs to (the
+    config of that name), ``lemon_planning`` when it does not say."""
+    parts = Path(checkpoint).parts if checkpoint else ()
+    return parts[parts.index("experiments") + 1] if "experiments" in parts else "lemon_planning"
+
+
 def planning_section(d: dict[str, Any]) -> list[str]:
     def rate(r: dict[str, Any]) -> str:
         return f"{r['mean']:.2f} {ci(r['ci'], 2)}"
 
     rows = [
-        ["the synthesiser (search on the public inputs, 1 execution)", rate(d["solver_success"])],
+        [
+            "the synthesiser (search on the public inputs, the user's words included, 1 execution)",
+            rate(d["solver_success"]),
+        ],
         ["every agent its list's first option", rate(d["first_option_team_success"])],
         ["every agent an option at random", rate(d["random_team_success"])],
     ]
@@ -1136,8 +1146,8 @@ def plan_section(d: dict[str, Any]) -> list[str]:
         "few example rows and the case's description, the user's words, as `plan --description`); "
         "*examples only*: the same without the description. "
         "*Team exact*: a planning team's own spec (env `orchestration_planning`, "
-        "`configs/lemon_planning.yaml`), given the same description, no fallback (*team, examples "
-        "only*: without the description)"
+        f"`configs/{experiment_of(d.get('checkpoint'))}.yaml`), given the same description, no "
+        "fallback (*team, examples only*: without the description)"
         + (
             f" ({team_name(d['checkpoint'])}, "
             f"{d['heldout'].get('team_executions_per_case', 0):.0f} scored executions per case)."
@@ -1252,17 +1262,17 @@ SAVED = (
     Saved(
         "plan.json",
         "Planning on users' exports",
-        "python benchmarks/plan.py --tasks 10 --levels 1 2 --checkpoint <iter_000006 of orchestrl train"
-        " configs/lemon_planning.yaml> > benchmarks/results/plan.json",
+        "python benchmarks/plan.py --tasks 10 --levels 1 2 --checkpoint <the checkpoint make demo prints>"
+        " > benchmarks/results/plan.json",
         "python benchmarks/plan.py                         # levels 1-4, 20 generated tasks each",
         plan_section,
     ),
     Saved(
         "planning.json",
         "LEMON planning team",
-        "ORCHESTRL_TASK_STORE=<the run's task store> python benchmarks/planning.py --tasks 150"
-        " --probe-tasks 600 --checkpoint <iter_000002> --checkpoint <iter_000006 of orchestrl train"
-        " configs/lemon_planning.yaml> --out benchmarks/results/planning.json",
+        "python benchmarks/planning.py --tasks 150 --probe-tasks 600 --checkpoint <the checkpoint make"
+        " demo prints, or those of orchestrl train configs/lemon_planning.yaml> --out"
+        " benchmarks/results/planning.json",
         "python benchmarks/planning.py --quick             # 12 held-out tasks, 30 probe tasks",
         planning_section,
     ),
