@@ -277,10 +277,10 @@ def test_one_row_per_key_is_drawn_mostly_on_a_change_logs_row_key_and_rarely_on_
         export = grammar.generate_sources(np.random.default_rng(seed), 1, dirty=True)
         draft = propose_choices(export.sources, grammar.NO_EXAMPLES)
         listed = draft.options["clean_0"]
-        keyed = [i for i, o in enumerate(listed) if grammar._keyed({draft.names[0]: o.steps})]
+        keyed = [i for i, o in enumerate(listed) if grammar._key_of(o.steps) is not None]
         if not keyed:
             continue
-        column = grammar._keyed({draft.names[0]: listed[keyed[0]].steps})[draft.names[0]]
+        column = grammar._key_of(listed[keyed[0]].steps)
         kind = "row key" if column == export.row_keys[draft.names[0]] else "other"
         if kind in shares:
             continue

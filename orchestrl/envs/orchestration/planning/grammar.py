@@ -158,7 +158,9 @@ def _draw(rng: np.random.Generator, split: str, seed: int) -> PlanningTask | Non
         return None
     examples = target.head(EXAMPLE_ROWS).reset_index(drop=True)
     cleaning, main = draft.streams(actions)
-    latest = next((k for name, k in _keyed(cleaning).items() if k == export.row_keys[name]), None)
+    latest = next(
+        (k for name, steps in cleaning.items() if (k := _key_of(steps)) == export.row_keys[name]), None
+    )
     kept = [s.other for s in main if s.role is Role.JOIN and s.duty.how == "left"]
     filtered = [s for s in main if s.role is Role.FILTER]
     description = describe(filtered, post, rng, draft.joined(actions), latest, next(iter(kept), None))
@@ -203,11 +205,10 @@ def _decisions(choices: Choices, rng: np.random.Generator, row_keys: Mapping[str
     actions = {a: int(rng.integers(len(choices.options[a]))) for a in AGENTS if not a.startswith("filter")}
     for i, name in enumerate(choices.names):
         listed = choices.options[f"clean_{i}"]
-        keyed = [j for j, option in enumerate(listed) if _keyed({name: option.steps})]
-        if keyed and len(keyed) < len(listed):
-            latest = _keyed({name: listed[keyed[0]].steps})[name] == row_keys[name]
-            wanted = LATEST_WANTED if latest else ONE_PER_VALUE
-            pool = keyed if rng.random() < wanted else [j for j in range(len(listed)) if j not in keyed]
+        keys = {j: key for j, option in enumerate(listed) if (key := _key_of(option.steps)) is not None}
+        if keys and len(keys) < len(listed):
+            wanted = LATEST_WANTED if next(iter(keys.values())) == row_keys[name] else ONE_PER_VALUE
+            pool = list(keys) if rng.random() < wanted else [j for j in range(len(listed)) if j not in keys]
             actions[f"clean_{i}"] = pool[int(rng.integers(len(pool)))]
     listed = choices.options["filter_0"]
     kinds = [o.steps[0].duty.op for o in listed[1:]]
@@ -230,14 +231,16 @@ def _decisions(choices: Choices, rng: np.random.Generator, row_keys: Mapping[str
     return actions
 
 
-def _keyed(cleaning: Mapping[str, Sequence[Step]]) -> dict[str, str]:
-    """Each table's column its cleaning stream deduplicates on alone (one row per key), if any."""
-    return {
-        name: step.duty.subset[0]
-        for name, steps in cleaning.items()
-        for step in steps
-        if step.role is Role.DEDUP and step.duty.subset is not None and len(step.duty.subset) == 1
-    }
+def _key_of(steps: Sequence[Step]) -> str | None:
+    """The column a cleaning stream deduplicates on alone (one row per key), if any."""
+    return next(
+        (
+            step.duty.subset[0]
+            for step in steps
+            if step.role is Role.DEDUP and step.duty.subset is not None and len(step.duty.subset) == 1
+        ),
+        None,
+    )
 
 
 def _label(draft: Choices, final: Choices, actions: Mapping[str, int]) -> dict[str, int] | None:
