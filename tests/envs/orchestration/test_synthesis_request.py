@@ -26,6 +26,7 @@ from orchestrl.envs.orchestration.tables import same_table
         ("at least 30 minutes late", "Minutes Late", [("ge", 30.0)]),
         ("every 2026 receipt", "Year", []),
         ("dives of 1.5 hours or longer. Deepest first", "Dive Hours", [("ge", 1.5)]),
+        ("For bookings of three nights or more, the money taken", "nights", [("ge", 3.0)]),
     ],
 )
 def test_bounds_are_a_number_a_direction_and_the_words_beside_them(
@@ -43,6 +44,60 @@ def test_values_named_are_kept_and_values_in_a_clause_that_leaves_them_out_are_n
     assert Request.read("skip voided tickets").names("Void") is False  # a value named with an ending
     assert Request.read("each click-charge copier").names("Click charge") is True
     assert Request.read("   ") is None and Request.read(None) is None
+
+
+@pytest.mark.parametrize(
+    ("words", "value", "others", "named"),
+    [
+        ("Skip records with no count (heard only)", "heard only", (), False),  # the aside's clause
+        ("Free school meals (tender FSM) aren't takings", "FSM", (), False),
+        ("Only paid orders (not refunds)", "Paid", (), True),  # an aside with its own negation
+        ("Only paid orders (not refunds)", "Refunded", (), False),
+        ("Only lessons marked Attended count, not cancellations or no-shows", "Attended", (), True),
+        ("Only lessons marked Attended count, not cancellations or no-shows", "Cancelled", (), False),
+        ("Only lessons marked Attended count, not cancellations or no-shows", "No show", (), False),
+        ("Fulfilled orders only, refunds and cancellations out", "Refunded", (), False),
+        ("Plots that still owe their fee (unpaid or part paid)", "Part paid", ("Paid", "Part paid"), True),
+        ("Plots that still owe their fee (unpaid or part paid)", "Paid", ("Paid", "Part paid"), None),
+    ],
+)
+def test_a_value_is_kept_or_left_out_as_the_words_around_it_say(
+    words: str, value: str, others: tuple[str, ...], named: bool | None
+) -> None:
+    """An aside says what its clause says unless it has a negation of its own; "only" beside a
+    value keeps it in a clause that leaves others out; words are compared by stem
+    ("cancellations", ``Cancelled``); a value inside a longer value's words is not named."""
+    request = Request.read(words)
+    assert request is not None and request.names(value, others) is named
+
+
+@pytest.mark.parametrize(
+    ("words", "column", "values", "kept"),
+    [
+        ("Billable hours per client this month and what to invoice each one", "billable", "YN", "Y"),
+        ("The sessions we haven't invoiced yet, with the student's name", "Invoiced", ("Yes", "No"), "No"),
+        ("Which hives had no queen seen at their most recent inspection?", "Queen Seen", ("Yes", "No"), "No"),
+        ("Which hives had no queen seen at their most recent inspection?", "Eggs Seen", ("Yes", "No"), None),
+        ("How many visits per yard and the total fees, paid or not", "paid", ("Yes", "No"), None),
+        ("Billable hours per client", "billable", ("Y", "Maybe"), None),  # not a yes/no column
+    ],
+)
+def test_a_yes_no_column_named_by_its_name_keeps_the_value_the_words_say(
+    words: str, column: str, values: tuple[str, ...], kept: str | None
+) -> None:
+    request = Request.read(words)
+    assert request is not None and request.flag(column, list(values)) == kept
+
+
+def test_a_yes_no_column_the_request_names_is_a_requested_filter() -> None:
+    timesheet = pd.DataFrame(
+        {"client": ["A", "B", "A", "C", "B", "A"], "hours": [2.0, 1.5, 3.0, 0.5, 4.0, 1.0]}
+        | {"billable": ["Y", "N", "Y", "Y", "N", "N"]}
+    )
+    named = [
+        o.label for o in filters(timesheet, timesheet.head(0), Request.read("billable hours")) if requested(o)
+    ]
+    assert named == ["billable eq Y (requested)"]
 
 
 def test_a_column_said_to_be_missing_is_to_be_filled() -> None:

@@ -383,8 +383,9 @@ def _requested(
     """The filters on one column that the request names, each as likely as an equality filter
     would be at :data:`.request.MENTION_ODDS` times its prior (likelier than no filter): not-null
     on a column it says must be filled, its bounds on a number column (and the bounds that name no
-    column, ``loose``), and on a category each value it names (equal; and in the set of them when
-    it names several) or leaves out (not equal, or in the set of the others)."""
+    column, ``loose``), on a category each value it names (equal; and in the set of them when it
+    names several) or leaves out (not equal, or in the set of the others), and on a yes/no column
+    it names the value it keeps (:meth:`.request.Request.flag`)."""
     out: list[tuple[str, Any]] = []
     if f.missing > 0 and request.wants_filled(name):
         out.append(("notnull", None))
@@ -397,6 +398,8 @@ def _requested(
         drop = [v for v in values if said[v] is False]
         rest = tuple(v for v in values if v not in drop)
         out += [("eq", v) for v in keep] + [("ne", v) for v in drop]
+        if (kept := request.flag(name, values)) is not None:  # a yes/no column named by its name
+            out.append(("eq", kept))
         if 1 < len(keep) < len(values):
             out.append(("in", tuple(keep)))
         if len(drop) > 1 and 0 < len(rest) <= MAX_SET_VALUES:

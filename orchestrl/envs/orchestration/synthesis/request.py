@@ -2,8 +2,9 @@
 
 A person asking for a table names what they filter on: a value of a category ("the overdue
 invoices", "in the North and East regions"), values to leave out ("cash and app jobs don't
-count"), a bound on a measure ("3 hours or more", "more than 6 tonnes of salt") or a column that
-must be filled ("skip records with no count"). :class:`Request` reads those mentions; the proposer
+count"), a bound on a measure ("3 hours or more", "more than 6 tonnes of salt"), a column that
+must be filled ("skip records with no count") or a yes/no column by its name ("billable hours",
+"hasn't booked the retest": :meth:`Request.flag`). :class:`Request` reads those mentions; the proposer
 (:func:`.proposer.filters`) makes the filters they name likelier than no filter
 (:data:`MENTION_ODDS`), and the example rows still decide: a named filter that drops a value the
 examples show is screened out like any other. A person handing over a change log also says that
@@ -12,15 +13,21 @@ which makes one row per key likelier (:func:`.proposer.cleanings`); and one who 
 lookup lacks kept says so ("with the phone number where we have one": :data:`KEEP_UNMATCHED`),
 which makes a left join likelier (:func:`.proposer.joins`).
 
-Only English function words are read (directions, negations, "no"); values and column names
-come from the data, never from a list of domain words. Without a request nothing changes.
+Only English function words are read (directions, negations, "no", numbers up to twenty); values
+and column names come from the data, never from a list of domain words. Words are compared by their
+stems (Snowball's English stemmer), so "cancellations" names ``Cancelled``. An aside in brackets
+says what its clause says ("skip records with no count (heard only)"), unless it has a negation of
+its own ("paid orders (not refunds)"). Without a request nothing changes.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
+
+import snowballstemmer
 
 from orchestrl.envs.orchestration.synthesis.evidence import name_tokens
 
@@ -30,9 +37,9 @@ names the value, bound or column they filter on far more often than one they do 
 
 NEGATIONS = re.compile(
     r"\b(?:not|no longer|except|excluding|exclude|skip|skipping|leave out|leaving out|ignore|ignoring|"
-    r"other than|apart from|rather than|instead of|without)\b|n't\b"
+    r"other than|apart from|rather than|instead of|without)\b|n't\b|\bout\s*$"
 )
-"""Words that make a clause name what to leave out."""
+"""Words that make a clause name what to leave out ("out" ending it: "refunds and cancellations out")."""
 
 _NUMBER = r"[$£€]?\s?(\d+(?:\.\d+)?)"
 _UNITS = r"(?:[a-z]+\s+){0,2}"  # "30 cubic metres or more"
@@ -64,6 +71,19 @@ KEEP_UNMATCHED = re.compile(
 )
 """Words that keep the rows a lookup has no match for ("the client's email where I have it", "keep
 the visit even if the account isn't on the list")."""
+NUMBER_WORDS = {
+    word: str(n)
+    for n, word in enumerate(
+        "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
+        "sixteen seventeen eighteen nineteen twenty".split()
+    )
+}
+"""Numbers written as words ("three nights or more"), read as bounds like digits."""
+YES = frozenset({"y", "yes", "true", "t"})
+NO = frozenset({"n", "no", "false", "f"})
+"""The values of a yes/no column (:meth:`Request.flag`)."""
+BOTH_WAYS = re.compile(r"\b(?:or not|either way|whether)\b")
+"""Words that say a yes/no column's rows count both ways ("paid or not")."""
 THOUSANDS = r"(?<=\d),(?=\d{3}\b)"
 NEAR = 3
 """Words either side of a bound that may name its column ("review score of 4 or more")."""
@@ -89,11 +109,13 @@ class Bound:
 
 @dataclass(frozen=True)
 class Request:
-    """The request's clauses (normalised text, whether it says what to leave out), its bounds, the
-    words it says are missing ("no count"), whether it says only each record's latest row counts
-    (:data:`LATEST`) and whether it keeps rows a lookup has no match for (:data:`KEEP_UNMATCHED`)."""
+    """The request's pieces (:meth:`read`), its bounds, the words it says are missing ("no count"),
+    whether it says only each record's latest row counts (:data:`LATEST`) and whether it keeps rows
+    a lookup has no match for (:data:`KEEP_UNMATCHED`)."""
 
-    clauses: tuple[tuple[str, bool], ...]
+    pieces: tuple[tuple[str, bool, bool], ...]
+    """Normalised text between commas, each with whether it holds a negation and whether its clause
+    does (:meth:`read`)."""
     bounds: tuple[Bound, ...]
     unfilled: frozenset[str]
     latest: bool = False
@@ -101,39 +123,70 @@ class Request:
 
     @classmethod
     def read(cls, words: str | None) -> Request | None:
-        """The request ``words`` (None or blank: no request)."""
+        """The request ``words`` (None or blank: no request), in clauses (sentences, and text either
+        side of an aside in brackets) and the pieces of a clause between commas. A piece leaves out
+        what it names when it holds a negation (:data:`NEGATIONS`); otherwise it keeps what it names
+        when it says "only" (beside the words naming it), and else says what its clause says ("cash,
+        app and council jobs don't count"; "only lessons marked Attended count, not cancellations").
+        An aside with no negation of its own leaves out what it names when the words next to it do
+        ("skip records with no count (heard only)"; "free school meals (tender FSM) aren't
+        takings")."""
         if words is None or not words.strip():
             return None
-        clauses, bounds, unfilled = [], [], set()
-        for part in re.split(r"[;:!?()\n]+|(?<!\d)\.|\.(?!\d)|\bbut\b", words.casefold()):
-            text = normalise(part)
-            if not text:
-                continue
-            clauses.append((text, bool(NEGATIONS.search(part))))
-            for piece in re.split(r",", re.sub(THOUSANDS, "", part)):  # a bound's words stop at a comma
-                bounds += _bounds(normalise(piece))
-            missing = MISSING.finditer(_without_articles(text))
-            unfilled |= {word for m in missing for word in name_tokens(m.group(1))}
+        pieces, bounds, unfilled = [], [], set()
+        for sentence in re.split(r"[;:!?\n]+|(?<!\d)\.|\.(?!\d)|\bbut\b", words.casefold()):
+            segments = re.split(r"(\([^()]*\)?)", sentence)  # clauses, asides at odd positions
+            for i, segment in enumerate(segments):
+                clause, beside = segment.strip("()"), ""
+                if i % 2:  # an aside: the pieces next to it
+                    beside = segments[i - 1].split(",")[-1] + " " + segments[i + 1].split(",")[0]
+                leaves_out = NEGATIONS.search(clause + " " + beside) is not None
+                for piece in re.split(r",", re.sub(THOUSANDS, "", clause)):  # a bound's words stop at a comma
+                    bounds += _bounds(_digits(normalise(piece)))
+                    if text := normalise(piece):
+                        pieces.append((text, NEGATIONS.search(piece) is not None, leaves_out))
+                missing = MISSING.finditer(_without_articles(normalise(clause)))
+                unfilled |= {word for m in missing for word in name_tokens(m.group(1))}
         folded = words.casefold().replace("\u2019", "'")
         latest, unmatched = (LATEST.search(folded) is not None, KEEP_UNMATCHED.search(folded) is not None)
-        return cls(tuple(clauses), tuple(bounds), frozenset(unfilled), latest, unmatched)
+        return cls(tuple(pieces), tuple(bounds), frozenset(unfilled), latest, unmatched)
 
     def names(self, value: str, others: Sequence[str] = ()) -> bool | None:
-        """Whether the request names ``value``: True in a clause keeping it, False in one leaving it
+        """Whether the request names ``value``: True in a piece keeping it, False in one leaving it
         out, None when it does not name it (or the value is a number or a function word). A value
         with numbers among its words is also named by its words alone ("this autumn"), unless one
         of the column's ``others`` has the same words ("Court 1", "Court 2")."""
         phrase = normalise(value)
         if len(phrase) < 2 or phrase in FUNCTION_WORDS or not re.search(r"[a-z]", phrase):
             return None
-        found = [negated for text, negated in self.clauses if _says(phrase, text)]
+        longer = [normalise(o) for o in others if len(normalise(o).split()) > len(phrase.split())]
+        found = [_leaves_out(p, span) for p in self.pieces for span in _said(phrase, p[0], longer)]
         words = _words(phrase)  # "Autumn 2026": "this autumn"
         if not found and words != phrase and len(words) >= 3 and words not in FUNCTION_WORDS:
             if all(_words(normalise(o)) != words for o in others if o != value):
-                found = [negated for text, negated in self.clauses if _says(words, text)]
+                found = [_leaves_out(p, span) for p in self.pieces for span in _said(words, p[0])]
         if not found:
             return None
         return not all(found)
+
+    def flag(self, column: str, values: Sequence[str]) -> str | None:
+        """The value to keep of a yes/no ``column`` (``values``: its two values, one of :data:`YES`
+        and one of :data:`NO`) that the request names by every word of its name: the yes value in a
+        piece that keeps it ("billable hours"), the no value in one that leaves it out ("hasn't
+        booked the retest", "had no queen seen"). None when it is not named, names both ways
+        (:data:`BOTH_WAYS`), or the values are not yes and no."""
+        folded = {str(v).strip().casefold(): str(v) for v in values}
+        yes, no = [[v for k, v in folded.items() if k in words] for words in (YES, NO)]
+        tokens = _stems(" ".join(name_tokens(column) - FUNCTION_WORDS))
+        if len(folded) != 2 or len(yes) != 1 or len(no) != 1 or not tokens:
+            return None
+        said = set()
+        for piece in self.pieces:
+            stems = _stems(piece[0])
+            if set(tokens) <= set(stems) and not BOTH_WAYS.search(piece[0]):
+                at = [i for i, stem in enumerate(stems) if stem in tokens]
+                said.add(_leaves_out(piece, at) or (at[0] > 0 and stems[at[0] - 1] == "no"))
+        return None if len(said) != 1 else (no[0] if said.pop() else yes[0])
 
     def bounds_on(self, column: str) -> list[tuple[str, float]]:
         """The bounds of clauses that name ``column`` (a word of its name)."""
@@ -166,9 +219,41 @@ def _words(phrase: str) -> str:
     return " ".join(w for w in phrase.split() if not w.isdigit())
 
 
-def _says(phrase: str, text: str) -> bool:
-    """``text`` holds ``phrase`` as whole words (with a plural or past-tense ending)."""
-    return re.search(rf"\b{re.escape(phrase)}(?:s|es|d|ed)?\b", text) is not None
+_STEMMER = snowballstemmer.stemmer("english")
+
+
+@lru_cache(maxsize=8192)
+def _stems(text: str) -> tuple[str, ...]:
+    """The stems of ``text``'s words (normalised text): "cancellations" and "cancelled" -> cancel."""
+    return tuple(_STEMMER.stemWords(text.split()))
+
+
+def _spans(phrase: str, text: str) -> list[range]:
+    """Where ``text`` holds ``phrase``'s words, compared by stem, as ranges of word positions."""
+    p, t = _stems(phrase), _stems(text)
+    return [range(i, i + len(p)) for i in range(len(t) - len(p) + 1) if p and t[i : i + len(p)] == p]
+
+
+def _said(phrase: str, text: str, longer: Sequence[str] = ()) -> list[range]:
+    """Where ``text`` holds ``phrase`` as whole words (by stem), other than inside a ``longer``
+    phrase it also holds ("part paid" does not name ``Paid``)."""
+    inside = {i for other in longer for span in _spans(other, text) for i in span}
+    return [span for span in _spans(phrase, text) if not set(span) <= inside]
+
+
+def _leaves_out(piece: tuple[str, bool, bool], span: Collection[int]) -> bool:
+    """Whether a ``piece`` (:attr:`Request.pieces`) leaves out what it names at ``span`` (word
+    positions): a negation in the piece, else "only" outside the span keeps it, else its clause
+    decides (:meth:`Request.read`)."""
+    text, negated, clause = piece
+    if negated:
+        return True
+    return False if any(w == "only" and i not in span for i, w in enumerate(text.split())) else clause
+
+
+def _digits(text: str) -> str:
+    """``text`` with numbers written as words in digits (:data:`NUMBER_WORDS`)."""
+    return re.sub(r"\b[a-z]+\b", lambda m: NUMBER_WORDS.get(m.group(0), m.group(0)), text)
 
 
 def _without_articles(text: str) -> str:
