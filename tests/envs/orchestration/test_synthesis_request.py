@@ -27,6 +27,7 @@ from orchestrl.envs.orchestration.tables import same_table
         ("every 2026 receipt", "Year", []),
         ("dives of 1.5 hours or longer. Deepest first", "Dive Hours", [("ge", 1.5)]),
         ("For bookings of three nights or more, the money taken", "nights", [("ge", 3.0)]),
+        ("Reports at or over the 40mm intervention depth", "depth_mm", [("ge", 40.0)]),
     ],
 )
 def test_bounds_are_a_number_a_direction_and_the_words_beside_them(
@@ -135,6 +136,17 @@ def test_a_bound_the_examples_cannot_show_is_taken_from_the_words() -> None:
         assert found.spec is not None
         output = run_spec({"stays": stays}, found.spec).output.reset_index(drop=True)
         assert same_table(output, wanted) is exact
+
+
+def test_a_bound_goes_to_the_columns_whose_names_share_the_most_of_its_words() -> None:
+    request = Request.read("Reports at or over the 40mm intervention depth. Dives to 30 m or deeper")
+    assert request is not None
+    placed = request.placed(["depth_mm", "width_mm", "Max Depth (m)", "Avg Depth (m)"])
+    assert placed == {
+        "depth_mm": [("ge", 40.0)],
+        "Max Depth (m)": [("ge", 30.0)],
+        "Avg Depth (m)": [("ge", 30.0)],
+    }
 
 
 def test_a_bound_that_names_no_column_goes_to_the_number_columns_it_falls_within() -> None:

@@ -306,11 +306,11 @@ def filters(frame: pd.DataFrame, examples: pd.DataFrame, request: Request | None
     frame = frame.reset_index(drop=True)
     facts = column_facts(frame)
     singles = []
-    loose = _loose_bounds(frame, facts, request) if request is not None else {}
+    bounds = _requested_bounds(frame, facts, request) if request is not None else {}
     for name, f in facts.items():
         singles += _column_filters(name, f, frame[name], examples.get(name), len(frame))
         if request is not None:
-            singles += _requested(name, f, frame[name], request, loose.get(name, []))
+            singles += _requested(name, f, frame[name], request, bounds.get(name, []))
     shown = {
         name: values
         for name in frame.columns
@@ -378,19 +378,19 @@ def _column_filters(
 
 
 def _requested(
-    name: str, f: ColumnFacts, column: pd.Series, request: Request, loose: list[tuple[str, float]]
+    name: str, f: ColumnFacts, column: pd.Series, request: Request, bounds: list[tuple[str, float]]
 ) -> list[Option]:
     """The filters on one column that the request names, each as likely as an equality filter
     would be at :data:`.request.MENTION_ODDS` times its prior (likelier than no filter): not-null
-    on a column it says must be filled, its bounds on a number column (and the bounds that name no
-    column, ``loose``), on a category each value it names (equal; and in the set of them when it
+    on a column it says must be filled, its ``bounds`` on a number column (:func:`_requested_bounds`),
+    on a category each value it names (equal; and in the set of them when it
     names several) or leaves out (not equal, or in the set of the others), and on a yes/no column
     it names the value it keeps (:meth:`.request.Request.flag`)."""
     out: list[tuple[str, Any]] = []
     if f.missing > 0 and request.wants_filled(name):
         out.append(("notnull", None))
     if f.kind == "number" and f.distinct >= 2:
-        out += request.bounds_on(name) + loose
+        out += bounds
     elif f.kind in ("text", "date_text") and 1 < f.distinct <= MAX_CATEGORY:
         values = sorted(str(v) for v in column.dropna().unique())
         said = {v: request.names(v, values) for v in values}
@@ -420,14 +420,15 @@ def requested(option: Option) -> bool:
     return option.label.endswith(REQUESTED)
 
 
-def _loose_bounds(
+def _requested_bounds(
     frame: pd.DataFrame, facts: Mapping[str, ColumnFacts], request: Request
 ) -> dict[str, list[tuple[str, float]]]:
-    """Bounds whose words name no number column ("30 cubic metres or more" of ``Vol (m3)``), for
-    each number column whose values lie on both sides of the bound (the example rows decide
-    between them)."""
+    """The request's bounds on each number column: on the columns its words name best
+    (:meth:`.request.Request.placed`); one whose words name no number column ("30 cubic metres or
+    more" of ``Vol (m3)``) on each number column whose values lie on both sides of it (the example
+    rows decide between them)."""
     numbers = [name for name, f in facts.items() if f.kind == "number" and f.distinct >= 2]
-    out: dict[str, list[tuple[str, float]]] = {}
+    out = request.placed(numbers)
     for op, value in request.unplaced(numbers):
         for name in (n for n in numbers if frame[n].min() < value <= frame[n].max()):
             out.setdefault(name, []).append((op, value))

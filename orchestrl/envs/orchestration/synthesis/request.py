@@ -45,11 +45,29 @@ _NUMBER = r"[$£€]?\s?(\d+(?:\.\d+)?)"
 _UNITS = r"(?:[a-z]+\s+){0,2}"  # "30 cubic metres or more"
 BOUNDS_BEFORE = {
     "gt": ("more than", "over", "above", "greater than", "higher than", "longer than", "bigger than"),
-    "ge": ("at least", "no less than", "not less than", "a minimum of", "minimum"),
+    "ge": (
+        "at least",
+        "no less than",
+        "not less than",
+        "a minimum of",
+        "minimum",
+        "at or over",
+        "at or above",
+    ),
     "lt": ("less than", "under", "below", "fewer than", "lower than", "shorter than", "smaller than"),
-    "le": ("at most", "up to", "no more than", "not more than", "a maximum of", "maximum"),
+    "le": (
+        "at most",
+        "up to",
+        "no more than",
+        "not more than",
+        "a maximum of",
+        "maximum",
+        "at or under",
+        "at or below",
+    ),
 }
-"""A direction written before the number ("more than 6 tonnes")."""
+"""A direction written before the number, an article allowed between ("more than 6 tonnes", "at or
+over the 40mm intervention depth")."""
 BOUNDS_AFTER = {
     "ge": (
         *("or more", "or over", "or above", "or higher", "or greater", "or longer", "or deeper", "or later"),
@@ -189,17 +207,24 @@ class Request:
         return None if len(said) != 1 else (no[0] if said.pop() else yes[0])
 
     def bounds_on(self, column: str) -> list[tuple[str, float]]:
-        """The bounds of clauses that name ``column`` (a word of its name)."""
-        return [(b.op, b.value) for b in self._bounds_naming(column)]
+        """The bounds whose words name ``column`` (a word of its name)."""
+        return self.placed([column]).get(column, [])
 
-    def unplaced(self, columns: list[str]) -> list[tuple[str, float]]:
+    def placed(self, columns: Sequence[str]) -> dict[str, list[tuple[str, float]]]:
+        """Each bound on the ``columns`` whose names share the most words with its words (each of
+        them on a tie: "30 m or deeper" of ``Max Depth (m)`` and ``Avg Depth (m)``; "over the 40mm
+        depth" of ``depth_mm``, not ``width_mm``). A bound that names none is :meth:`unplaced`."""
+        out: dict[str, list[tuple[str, float]]] = {}
+        for bound in self.bounds:
+            shared = {column: len(_name_words(column) & bound.words) for column in columns}
+            most = max(shared.values(), default=0)
+            for column in (c for c in columns if most and shared[c] == most):
+                out.setdefault(column, []).append((bound.op, bound.value))
+        return out
+
+    def unplaced(self, columns: Sequence[str]) -> list[tuple[str, float]]:
         """The bounds whose words name none of ``columns``."""
-        named = {b for column in columns for b in self._bounds_naming(column)}
-        return [(b.op, b.value) for b in self.bounds if b not in named]
-
-    def _bounds_naming(self, column: str) -> list[Bound]:
-        tokens = name_tokens(column) - FUNCTION_WORDS
-        return [b for b in self.bounds if tokens & b.words]
+        return [(b.op, b.value) for b in self.bounds if not any(_name_words(c) & b.words for c in columns)]
 
     def wants_filled(self, column: str) -> bool:
         """Whether the request leaves out rows with ``column`` missing ("skip records with no count")."""
@@ -251,6 +276,10 @@ def _leaves_out(piece: tuple[str, bool, bool], span: Collection[int]) -> bool:
     return False if any(w == "only" and i not in span for i, w in enumerate(text.split())) else clause
 
 
+def _name_words(column: str) -> frozenset[str]:
+    return name_tokens(column) - FUNCTION_WORDS
+
+
 def _digits(text: str) -> str:
     """``text`` with numbers written as words in digits (:data:`NUMBER_WORDS`)."""
     return re.sub(r"\b[a-z]+\b", lambda m: NUMBER_WORDS.get(m.group(0), m.group(0)), text)
@@ -267,7 +296,9 @@ def _bounds(text: str) -> list[Bound]:
     phrases += [(p, op, False) for op, ps in BOUNDS_AFTER.items() for p in ps]
     found = []
     for phrase, op, before in sorted(phrases, key=lambda p: -len(p[0])):
-        pattern = rf"\b{phrase}\s+{_NUMBER}" if before else rf"{_NUMBER}\s*%?\s*{_UNITS}{phrase}\b"
+        pattern = (
+            rf"\b{phrase}\s+(?:the\s+|a\s+)?{_NUMBER}" if before else rf"{_NUMBER}\s*%?\s*{_UNITS}{phrase}\b"
+        )
         for m in re.finditer(pattern, text):
             near = (
                 text[: m.start()].split()[-NEAR:]
