@@ -6,8 +6,9 @@ Corpora written by hand, not by the env's generator (see their READMEs):
 ``tests/data/plan_cases_seen{,_b,_c,_d,_e,_f,_g,_h}/`` (``seen`` to ``seen_h``: earlier held-out sets,
 each measured blind once, its figure kept in its README, then looked at and used for tuning); and
 ``tests/data/plan_cases_heldout/`` (``heldout``: written afterwards by someone who had not seen
-the planner, never used for tuning; its figures are the ones that say how ``plan`` does on new
-exports). Per case: source CSVs, the
+the planner; its requests were read on 2026-12-05 while the reading of users' words was widened,
+so its figures are no longer blind: exports nobody here has read say how ``plan`` does on new
+ones). Per case: source CSVs, the
 first rows of the wanted table (``target_example.csv``) and the whole wanted table
 (``wanted.csv``), which ``plan`` never sees. Each case goes through
 :class:`orchestrl.apps.orchestration.plan.Planner` as the CLI sends it (CSV files read by

@@ -1140,8 +1140,10 @@ def plan_section(d: dict[str, Any]) -> list[str]:
         "`orchestrl plan` on exports written by hand (not by the env's generator). The synthesiser was "
         "tuned while looking at the dev corpus and, each once it had been measured blind (its "
         "README keeps that figure), at eight earlier held-out corpora (seen to seen_h); the "
-        "held-out corpus was written afterwards by someone who had not seen the planner, and never "
-        "used for tuning, so its row is the estimate for new exports. "
+        "held-out corpus was written afterwards by someone who had not seen the planner. Its "
+        "requests were later read, with every corpus's, while the reading of users' words was "
+        'widened (bounds written "at or over the", yes/no columns named by their names), so its '
+        "row is no longer a blind estimate for new exports. "
         "*Exact*: the plan's output is the whole wanted table, which `plan` never sees (it gets a "
         "few example rows and the case's description, the user's words, as `plan --description`); "
         "*examples only*: the same without the description. "
