@@ -195,7 +195,7 @@ class Request:
         (:data:`BOTH_WAYS`), or the values are not yes and no."""
         folded = {str(v).strip().casefold(): str(v) for v in values}
         yes, no = [[v for k, v in folded.items() if k in words] for words in (YES, NO)]
-        tokens = _stems(" ".join(name_tokens(column) - FUNCTION_WORDS))
+        tokens = _stems(" ".join(_name_words(column)))
         if len(folded) != 2 or len(yes) != 1 or len(no) != 1 or not tokens:
             return None
         said = set()
@@ -228,7 +228,7 @@ class Request:
 
     def wants_filled(self, column: str) -> bool:
         """Whether the request leaves out rows with ``column`` missing ("skip records with no count")."""
-        return bool((name_tokens(column) - FUNCTION_WORDS) & self.unfilled)
+        return bool(_name_words(column) & self.unfilled)
 
 
 def normalise(text: str) -> str:
@@ -277,6 +277,7 @@ def _leaves_out(piece: tuple[str, bool, bool], span: Collection[int]) -> bool:
 
 
 def _name_words(column: str) -> frozenset[str]:
+    """A column name's words other than function words (what names it in a request)."""
     return name_tokens(column) - FUNCTION_WORDS
 
 
