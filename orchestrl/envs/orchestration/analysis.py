@@ -13,6 +13,8 @@ column names, the example rows) once, and answers what the observation features
 - the *shapes*: joins and post stages whose output has exactly the target's columns (found from
   column names alone), and, for a cleaning duty, the share of example rows an output holds when it
   runs with the best shape (its *context*: checking a candidate against the examples, in process);
+  with it, the prior the solver ranks cleaning stages by (:meth:`PublicView.prep_score`). The
+  context and the prior are the solver's conclusions: no observation feature reads them;
 - the capacities a plan's stages need, read off the dirt of the columns they read.
 
 Everything here is a function of the public inputs (tests/envs/orchestration/
@@ -65,7 +67,6 @@ CANDIDATE_NUMBERS = (
     "key_overlap",
     "unknown_columns",  # share of the columns it reads (a select: maps) that no source holds
     "reads_key",
-    "context_agree",  # cleaning duties: share of example rows held when it runs in the context
 )
 """The numbers describing a candidate (:meth:`PublicView.numbers`), in order."""
 
@@ -86,6 +87,7 @@ class PublicView:
         self._links: dict[int, list[pd.DataFrame | None]] = {}
         self._kept: dict[tuple[Any, int], np.ndarray | None] = {}
         self._numbers: dict[tuple[Role, Any, int | None], np.ndarray] = {}
+        self._held_in_context: dict[Stage, float] = {}
         self._shapes: list[tuple[float, tuple[Stage, ...], tuple[Stage, ...]]] | None = None
         self._example_hashes: np.ndarray | None = None
 
@@ -209,9 +211,6 @@ class PublicView:
                 self._key_overlap(duty) if isinstance(duty, JoinDuty) else 0.0,
                 self._unknown(duty, reads, stats),
                 float(any(p.key for p in stats)),
-                self.context_agree(Stage(role, duty, home))
-                if role in PREP_ROLES and home is not None and home != POST
-                else 0.0,
             ]
         )
 
@@ -493,7 +492,13 @@ class PublicView:
 
     def context_agree(self, stage: Stage) -> float:
         """Share of example rows held by the output of a cleaning stage run with the best shape
-        (its capacities read off the data), in process; -1 without a shape."""
+        (its capacities read off the data), in process; -1 without a shape. The solver's evidence,
+        not an observation feature: it runs the candidate inside the plan the solver ranks first."""
+        if stage not in self._held_in_context:
+            self._held_in_context[stage] = self._context_agree(stage)
+        return self._held_in_context[stage]
+
+    def _context_agree(self, stage: Stage) -> float:
         shapes = self.shapes()
         if not shapes:
             return -1.0
@@ -514,7 +519,8 @@ class PublicView:
         n = dict(zip(CANDIDATE_NUMBERS, self.numbers(role, duty, home), strict=True))
         if n["keep"] >= 1.0 or n["keep"] <= 0.0 or (n["checkable"] > 0 and n["agree"] < 1.0):
             return -math.inf
-        context = 3.0 if n["context_agree"] >= 1.0 else -3.0 if n["context_agree"] >= 0 else 0.0
+        held = self.context_agree(Stage(role, duty, home))
+        context = 3.0 if held >= 1.0 else -3.0 if held >= 0 else 0.0
         if role is Role.DEDUP:
             return context + (10.0 if n["reads_key"] and n["repeats"] >= 0.15 else -1.0)
         evidence = -math.log(max(n["surprise"], 1e-9)) if n["checkable"] > 0 else 0.5 - n["keep"]
@@ -530,16 +536,6 @@ class PublicView:
                     if score > -math.inf:
                         out.append((score, Stage(role, duty, home)))
         return sorted(out, key=lambda o: -o[0])
-
-    def ranked(self, role: Role, duties: Sequence[Any]) -> tuple[Any, ...]:
-        """A cleaning role's candidates with the base duty first and the others by their best
-        prior over the tables they can act on (stable for ties)."""
-
-        def best(duty: Any) -> float:
-            return max((self.prep_score(role, duty, h) for h in self.prep_homes(duty)), default=-math.inf)
-
-        head, rest = duties[0], list(duties[1:])
-        return (head, *sorted(rest, key=lambda d: -best(d)))
 
     # --------------------------------------------------------------------------- capacities
     def capacities(self, stages: Sequence[Stage]) -> list[Stage]:

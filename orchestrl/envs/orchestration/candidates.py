@@ -19,17 +19,18 @@ consider for these tables (:func:`propose`):
 Candidates the inputs call for (marked above as always proposed, and for derive, aggregate and
 select those whose names occur in the target's columns) come first (joins in the order of their
 tables, aggregates that yield all of the target's columns before those that yield part of them);
-the rest are drawn with a seeded generator and follow in the order drawn. So where the data or the
-target's column names call for a duty it sits near the front of its list. (The team sees the
-filter and dedup lists ranked further, by the evidence the example rows give:
-:meth:`.tasks.PublicInputs.candidates`.) Nothing here reads the hidden reference or the hidden
-target: two tasks with the same public inputs get the same candidates (a test checks it).
+the rest are drawn with a seeded generator and follow in the order drawn: the order the solver
+meets them in. The team sees the same duties in a canonical order (:func:`canonical`: the base duty,
+then by column, operator and value), so an index says which duty it is, never how likely. Nothing
+here reads the hidden reference or the hidden target: two tasks with the same public inputs get the
+same candidates (a test checks it).
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Mapping
+import json
+from collections.abc import Callable, Mapping, Sequence
 from itertools import combinations, permutations, product
 from typing import Any
 
@@ -96,6 +97,13 @@ def propose(
         salient, rest = make()
         out[role] = _choose(role, salient, rest, k, _rng(public.candidate_seed, role))
     return {role: out[role] for role in ROLES}
+
+
+def canonical(duties: Sequence[Any]) -> tuple[Any, ...]:
+    """A role's proposed duties as the team sees them: the base duty (first in every proposal), then
+    the others sorted by their fields (column, operator, value, ...), whatever order proposed them."""
+    head, *rest = duties
+    return (head, *sorted(rest, key=lambda d: json.dumps(d.model_dump(mode="json"), sort_keys=True)))
 
 
 def propose_sourced(

@@ -8,9 +8,10 @@ proposed from them (:mod:`.candidates`); in every round all agents act at once (
 :mod:`.actions`): each picks a role and a candidate duty, a capacity and its inputs. The nodes form
 an :class:`.spec.OrchestrationSpec`, which is validated, compiled to pandas code (:mod:`.compiler`),
 executed in the sandbox pool (:mod:`.sandbox`) with a node cache (:mod:`.executor`) and scored
-against the whole target (:mod:`.reward`). After a round each agent sees its own node's outcome and
-how the team's output compares with the target's public facts (columns, which example rows it
-holds, row count against a ``target_rows`` the caller gives), and may revise; after ``rounds``
+against the whole target (:mod:`.reward`). After a round each agent sees its own node's outcome,
+every node's on the shared board (:mod:`.board`: status, rows, columns, which example rows survive
+through it) and how the team's output compares with the target's public facts (columns, which
+example rows it holds, row count against a ``target_rows`` the caller gives), and may revise; after ``rounds``
 rounds the episode ends. The reward of a round is the score's improvement, so an episode's return
 equals its final score; all agents share it.
 
@@ -46,6 +47,7 @@ from pettingzoo import ParallelEnv
 
 from orchestrl.envs.counterfactual import CounterfactualOutcome, Edit, EditFamily, EditNotApplicable
 from orchestrl.envs.orchestration.actions import ActionLayout, MaskedMultiDiscrete, agent_id
+from orchestrl.envs.orchestration.board import board, rows_in
 from orchestrl.envs.orchestration.edits import CounterfactualResult, apply_edit
 from orchestrl.envs.orchestration.executor import Execution, Executor, NodeCache
 from orchestrl.envs.orchestration.features import CLIP, Feedback, ObservationBuilder, feedback_kind
@@ -253,6 +255,11 @@ class OrchestrationEnv(ParallelEnv):
         done = self._round >= self.rounds
         agents = list(self.agents)
         team = self._team_feedback(spec, execution)
+        if spec is not None and execution is not None:
+            public = task.public
+            team["board"] = board(
+                spec, execution, self.possible_agents, public.sources, self._target_columns, public.examples
+            )
         team["team_actions"] = tuple(
             tuple(self._record.actions[a]) if a in self._record.actions else None
             for a in self.possible_agents
@@ -523,12 +530,10 @@ class OrchestrationEnv(ParallelEnv):
         run = execution.nodes.get(agent)
         if run is None:
             return Feedback("idle", action=own, **team)
-        node = spec.node(agent)
-        first = node.deps[0]
-        rows_in = len(self.task.sources[first]) if first in self.task.sources else execution.nodes[first].rows
+        rows = rows_in(spec, execution, agent, self.task.public.sources)
         return Feedback(
             kind="upstream" if run.status == "skipped" else feedback_kind(run.kind),
-            rows_ratio=(run.rows / max(rows_in, 1)) if run.status == "ok" else 1.0,
+            rows_ratio=(run.rows / max(rows, 1)) if run.status == "ok" else 1.0,
             schema_match=schema_progress(list(run.columns), self._target_columns)
             if run.status == "ok"
             else 0.0,

@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 import time
 from collections import OrderedDict
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Literal
 
@@ -104,17 +104,18 @@ class Execution:
     fatal: str | None
     cpu_ms: float  # sandbox CPU actually spent by this execution
     wall_ms: float
+    frames: dict[str, bytes] = field(default_factory=dict, repr=False)
+    """Every node's output table that ran (or came from the cache) ok, as the worker sent it."""
 
     @cached_property
     def output(self) -> pd.DataFrame | None:
         """The output table (loaded on first use with the restricted unpickler; None if the
         output node failed or the worker sent something that is not a table)."""
-        if self.output_blob is None:
-            return None
-        try:
-            return load_table(self.output_blob)
-        except ProtocolError:
-            return None
+        return _load(self.output_blob)
+
+    def node_output(self, node_id: str) -> pd.DataFrame | None:
+        """One node's output table (None if it did not run ok or is not a table)."""
+        return _load(self.frames.get(node_id))
 
     @property
     def ok(self) -> bool:
@@ -132,6 +133,16 @@ class Execution:
     @property
     def error_kinds(self) -> list[str]:
         return [n.kind for n in self.nodes.values() if n.status == "error" and n.kind]
+
+
+def _load(blob: bytes | None) -> pd.DataFrame | None:
+    """A table the worker sent, through the restricted unpickler; None for none or a non-table."""
+    if blob is None:
+        return None
+    try:
+        return load_table(blob)
+    except ProtocolError:
+        return None
 
 
 def _digest(data: bytes) -> str:
@@ -211,6 +222,7 @@ class Executor:
             fatal=fatal,
             cpu_ms=cpu_ms,
             wall_ms=(time.perf_counter() - started) * 1e3,
+            frames=frames,
         )
 
     def _run_pending(

@@ -22,9 +22,9 @@ it. One fixed layout per level (``blocks`` lists it), identical for every agent:
   rows, directly or through a key the target shows; a derived value recomputed; a renamed column's
   example values found in the source column), how improbable that agreement is by chance (share kept
   ^ examples), the read columns' distinctness, repeats, missing values and dirt, a join's key
-  overlap, the share of example rows a cleaning duty's output holds when it runs with the joins and
-  post stages the target's columns imply, and (cleaning duties) the prior the solver ranks it by
-  (:meth:`.analysis.PublicView.prep_score`);
+  overlap. Nothing of the solver's conclusions: not the prior it ranks cleaning stages by, nor how a
+  candidate fares inside the plan it ranks first (:meth:`.analysis.PublicView.context_agree`), and
+  each role's candidates come in canonical order (:meth:`.tasks.PublicInputs.candidates`);
 - ``feedback`` (after the first round): the agent's own node (outcome kind, rows out / rows in,
   its output's column overlap with the target's, is the output, and its own last action; not
   whether it was cached: that depends on what ran before, so the same inputs would not give the
@@ -32,7 +32,11 @@ it. One fixed layout per level (``blocks`` lists it), identical for every agent:
   the team's output against the target: valid, column overlap, output rows / target rows, and for
   each example row whether the output holds it, once or more than once;
 - ``team_spec`` (after the first round): every agent's last action, one-hot per component: the
-  spec the team wrote, so a revision can wire to what the others actually did.
+  spec the team wrote, so a revision can wire to what the others actually did;
+- ``board`` (after the first round): every agent's node as the shared board reports it
+  (:mod:`.board`): whether it wrote one, its status, rows out / rows in, its columns against the
+  target's, whether it is the output, and for each example row whether it survives through it: so
+  an agent sees where the example rows were lost, not only that they were.
 
 Values are finite and clipped to [-CLIP, CLIP] (non-finite inputs become 0 or the bound).
 """
@@ -49,6 +53,7 @@ import pandas as pd
 
 from orchestrl.envs.orchestration.actions import ActionLayout
 from orchestrl.envs.orchestration.analysis import CANDIDATE_NUMBERS, PublicView
+from orchestrl.envs.orchestration.board import NodeReport
 from orchestrl.envs.orchestration.candidates import rename
 from orchestrl.envs.orchestration.plans import POST, Family, family_of
 from orchestrl.envs.orchestration.spec import (
@@ -74,6 +79,9 @@ other names, natural; top-k: descending, ascending)."""
 AGGREGATE_PREFIXES = ("sum_", "mean_", "max_", "min_", "count_")
 OWN_NODE = 4
 """Feedback numbers on the agent's own node: log rows ratio, schema match, is the output, ran ok."""
+BOARD_NODE = 7
+"""Board numbers per node, before its example rows: wrote a node, ok, error, skipped, log rows ratio,
+schema match, is the output."""
 
 
 @dataclass(frozen=True)
@@ -90,6 +98,7 @@ class Feedback:
     team_rows_ratio: float = 0.0  # output rows / the caller's target_rows (1 without; 0 without an output)
     examples_found: tuple[int, ...] = field(default_factory=tuple)  # per example row: times in the output
     team_actions: tuple[tuple[int, ...] | None, ...] = ()  # every agent's last action (None: none)
+    board: tuple[NodeReport | None, ...] = ()  # every agent's node (None: it wrote none)
 
 
 class ObservationBuilder:
@@ -99,7 +108,7 @@ class ObservationBuilder:
         self.layout = layout
         self.skeleton = tuple(skeleton)
         s, k = layout.sources, layout.duties
-        self.candidate_width = 2 + (s + 1) + OPS + len(CANDIDATE_NUMBERS) + 1
+        self.candidate_width = 2 + (s + 1) + OPS + len(CANDIDATE_NUMBERS)
         own_action = 1 + len(ROLES) + k + int(layout.nvec[2])
         self.blocks: list[tuple[str, int]] = [
             ("slot", layout.agents + len(Family) + 3),
@@ -110,6 +119,7 @@ class ObservationBuilder:
             ("candidates", len(ROLES) * k * self.candidate_width),
             ("feedback", len(FEEDBACK_KINDS) + OWN_NODE + own_action + 4 + 2 * MAX_EXAMPLES + 1),
             ("team_spec", layout.agents * int(layout.nvec.sum())),
+            ("board", layout.agents * (BOARD_NODE + MAX_EXAMPLES)),
         ]
         self.size = sum(n for _, n in self.blocks)
         self._masks: dict[Family, np.ndarray] = {}
@@ -190,12 +200,8 @@ class ObservationBuilder:
         where = np.zeros(s + 1)
         if home is not None:
             where[s if home == POST else min(home, s - 1)] = 1.0
-        prior = 0.0
-        if role in (Role.FILTER, Role.DEDUP):  # the best prior over the tables it can act on
-            best = max((view.prep_score(role, duty, h) for h in view.prep_homes(duty)), default=-math.inf)
-            prior = max(best / 10.0, -1.0)
         return np.concatenate(
-            [[1.0, float(duty.is_base)], where, _op_code(duty), view.numbers(role, duty, home), [prior]]
+            [[1.0, float(duty.is_base)], where, _op_code(duty), view.numbers(role, duty, home)]
         )
 
     # ------------------------------------------------------------------------------ full vector
@@ -210,7 +216,14 @@ class ObservationBuilder:
         slot_vec[self.layout.agents + len(Family) + min(rank, 2)] = 1.0
         round_vec = np.array([round_index / max(rounds, 1), float(round_index == 0)])
         mine = sanitise(task_part) * self._family_mask(family)  # finite first: inf * 0 is nan
-        parts = [slot_vec, round_vec, mine, self._feedback(feedback), self._team_spec(feedback)]
+        parts = [
+            slot_vec,
+            round_vec,
+            mine,
+            self._feedback(feedback),
+            self._team_spec(feedback),
+            self._board(feedback),
+        ]
         return sanitise(np.concatenate(parts))
 
     def _family_mask(self, family: Family) -> np.ndarray:
@@ -239,6 +252,24 @@ class ObservationBuilder:
                 if action is not None:
                     for c, value in enumerate(action):
                         out[slot, starts[c] + min(int(value), int(nvec[c]) - 1)] = 1.0
+        return out.reshape(-1)
+
+    def _board(self, fb: Feedback | None) -> np.ndarray:
+        """Every agent's node on the shared board (zeros before the first round and for agents
+        that wrote no node)."""
+        out = np.zeros((self.layout.agents, BOARD_NODE + MAX_EXAMPLES))
+        for slot, report in enumerate(fb.board[: self.layout.agents] if fb is not None else ()):
+            if report is None:
+                continue
+            status = ("ok", "error", "skipped").index(report.status)
+            out[slot, 0] = 1.0
+            out[slot, 1 + status] = 1.0
+            out[slot, 4] = math.log(max(report.rows_ratio, 1e-3)) / 3.0
+            out[slot, 5] = report.schema_match
+            out[slot, 6] = float(report.is_output)
+            out[slot, BOARD_NODE : BOARD_NODE + len(report.survived[:MAX_EXAMPLES])] = report.survived[
+                :MAX_EXAMPLES
+            ]
         return out.reshape(-1)
 
     def _feedback(self, fb: Feedback | None) -> np.ndarray:

@@ -39,7 +39,7 @@ import numpy as np
 import pandas as pd
 
 from orchestrl.envs.orchestration import ops
-from orchestrl.envs.orchestration.candidates import propose, propose_sourced, rename
+from orchestrl.envs.orchestration.candidates import canonical, propose, propose_sourced, rename
 from orchestrl.envs.orchestration.domains import ALIASES, DOMAINS, Domain
 from orchestrl.envs.orchestration.plans import (
     POST,
@@ -133,14 +133,10 @@ class PublicInputs:
 
     @cached_property
     def candidates(self) -> dict[Role, tuple[Any, ...]]:
-        """The proposed candidates as the team sees them: the cleaning roles' (filter, dedup)
-        ranked by how strongly the public evidence calls for them
-        (:meth:`.analysis.PublicView.ranked`), the others as proposed (those the data or the
-        target's names call for first)."""
-        out = dict(self.proposed)
-        for role in (Role.FILTER, Role.DEDUP):
-            out[role] = self.view.ranked(role, out[role])
-        return out
+        """The proposed candidates as the team sees them, each role's in canonical order
+        (:func:`.candidates.canonical`): a duty's index names it and says nothing of how strongly
+        the data, the target's names or the solver's prior call for it."""
+        return {role: canonical(duties) for role, duties in self.proposed.items()}
 
     @cached_property
     def view(self) -> Any:

@@ -1,14 +1,17 @@
-"""Round two sees real feedback (each agent its own node, the team its output against the target
-and the example rows), and ``auto`` actions resolve to what the data profile implies."""
+"""Round two sees real feedback (each agent its own node, every node on the shared board, the team
+its output against the target and the example rows), and ``auto`` actions resolve to what the data
+profile implies."""
 
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from orchestrl.envs.orchestration.actions import AUTO
+from orchestrl.envs.orchestration.board import survived
 from orchestrl.envs.orchestration.env import OrchestrationEnv
-from orchestrl.envs.orchestration.features import FEEDBACK_KINDS, OWN_NODE
+from orchestrl.envs.orchestration.features import BOARD_NODE, FEEDBACK_KINDS, MAX_EXAMPLES, OWN_NODE
 from orchestrl.envs.orchestration.spec import ROLES, Capacity, Role
 from orchestrl.envs.spaces import OBS_KEY
 
@@ -78,3 +81,36 @@ def test_auto_capacity_and_inputs_resolve_from_the_data(level: int) -> None:
                 assert node["deps"][0] == task.source_names[0] and node["deps"][1] == task.source_names[home]
             if role is Role.AGGREGATE:
                 assert node["deps"] == [task.source_names[0]]
+
+
+# ------------------------------------------------------------------------------ the shared board
+def test_every_agent_sees_every_node_on_the_board_after_a_round() -> None:
+    """The board is the same for every agent and reports each node the team wrote: status, and for
+    the output of a plan that succeeds, every example row held."""
+    env = OrchestrationEnv(level=2, rounds=2)
+    first, _ = env.reset(seed=6)
+    cut = env.builder.offsets()["board"]
+    width = BOARD_NODE + MAX_EXAMPLES
+    assert not any(o[OBS_KEY][cut].any() for o in first.values())  # nothing on it before a round
+    obs, *_ = env.step(env.expert_actions())
+    boards = [o[OBS_KEY][cut].reshape(env.layout.agents, width) for o in obs.values()]
+    for other in boards[1:]:
+        np.testing.assert_array_equal(other, boards[0])
+    spec, n = env.last_spec, len(env.task.public.examples)
+    assert env.last_score.success == 1.0
+    for slot, agent in enumerate(env.possible_agents):
+        line = boards[0][slot]
+        wrote = any(node.id == agent for node in spec.nodes)
+        assert line[0] == float(wrote) and line[1] == float(wrote)  # wrote a node, and it ran ok
+        assert line[6] == float(agent == spec.output_id)
+        if agent == spec.output_id:
+            assert line[5] == 1.0 and (line[BOARD_NODE : BOARD_NODE + n] == 1.0).all()
+
+
+def test_an_example_row_survives_a_node_whose_output_agrees_with_it_on_the_columns_it_has() -> None:
+    examples = pd.DataFrame({"city": ["Oslo", "Rome"], "total": [3, 5]})
+    target = frozenset(examples.columns)
+    kept = pd.DataFrame({"city": ["Oslo", "Lima"], "qty": [1, 2]})  # Rome filtered out before totals
+    assert survived(kept, target, examples) == (1, -1)
+    assert survived(pd.DataFrame({"qty": [1]}), target, examples) == (0, 0)  # nothing to tell
+    assert survived(pd.DataFrame({"city": ["Rome"], "total": [3]}), target, examples) == (-1, -1)

@@ -28,7 +28,7 @@ from orchestrl.envs.orchestration.candidates import propose
 from orchestrl.envs.orchestration.env import OrchestrationEnv
 from orchestrl.envs.orchestration.plans import plan_signature, run_spec
 from orchestrl.envs.orchestration.solver import plan_space, spec_actions, successful_plans
-from orchestrl.envs.orchestration.spec import OrchestrationSpec
+from orchestrl.envs.orchestration.spec import OrchestrationSpec, base_duty
 from orchestrl.envs.orchestration.tables import TargetIndex, row_hashes
 from orchestrl.envs.orchestration.tasks import LEVELS, PublicInputs, Task, generate_task
 from orchestrl.envs.spaces import MASK_KEY, OBS_KEY
@@ -77,7 +77,10 @@ def first_round(level: int, task: Task) -> dict[str, np.ndarray]:
 
 
 def assert_same(observe: Callable[[Task], dict[str, np.ndarray]], a: Task, b: Task) -> None:
-    left, right = observe(a), observe(b)
+    assert_equal_observations(observe(a), observe(b))
+
+
+def assert_equal_observations(left: dict[str, np.ndarray], right: dict[str, np.ndarray]) -> None:
     assert left.keys() == right.keys()
     for agent in left:
         np.testing.assert_array_equal(left[agent], right[agent], err_msg=agent)
@@ -124,6 +127,45 @@ def test_round_two_feedback_is_computed_from_the_execution_not_the_reference() -
         return {agent: o[OBS_KEY] for agent, o in obs.items()}
 
     assert_same(second_round, task, swapped)
+
+
+# ---------------------------------------------------------------- nothing of the solver's conclusions
+@pytest.mark.parametrize("level", [2, 4])
+def test_the_solver_s_prior_and_context_check_reach_no_observation(
+    level: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The solver ranks cleaning stages by a prior that runs each inside the plan it ranks first;
+    that is its inference, which the team must make itself. Scrambling both changes no array."""
+    from orchestrl.envs.orchestration.analysis import PublicView
+
+    task = generate_task(level, "train", 4)
+    before = first_round(level, rebuilt_from_public_inputs(task))
+    rng = np.random.default_rng(0)
+    monkeypatch.setattr(PublicView, "prep_score", lambda self, role, duty, home: float(rng.normal()))
+    monkeypatch.setattr(PublicView, "context_agree", lambda self, stage: float(rng.uniform()))
+    assert_equal_observations(before, first_round(level, rebuilt_from_public_inputs(task)))
+
+
+@pytest.mark.parametrize("level", [1, 3, 4])
+def test_candidates_are_listed_in_canonical_order_whatever_order_proposed_them(
+    level: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An index names a duty, not its rank: the proposer's order (salient first, then drawn)
+    reversed gives the same lists and the same observations."""
+    from orchestrl.envs.orchestration import tasks as tasks_module
+
+    task = generate_task(level, "heldout", 1)
+    before, lists = first_round(level, rebuilt_from_public_inputs(task)), task.candidates
+    for role, duties in lists.items():
+        assert duties[0] == base_duty(role) and len(duties) == len(task.public.proposed[role])
+
+    def reversed_proposal(public: PublicInputs, sourced: object = None) -> dict:
+        return {role: (d[0], *reversed(d[1:])) for role, d in propose(public).items()}
+
+    monkeypatch.setattr(tasks_module, "propose", reversed_proposal)
+    again = dataclasses.replace(task, public=rebuilt_from_public_inputs(task).public)
+    assert again.public.proposed != task.public.proposed and again.candidates == lists
+    assert_equal_observations(before, first_round(level, again))
 
 
 def test_a_task_from_another_level_is_refused() -> None:
