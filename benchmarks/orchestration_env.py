@@ -12,6 +12,11 @@ Per level, on held-out tasks:
 - ``solver_success_at_k``: ``solver_k``, the same search stopped after ``k`` executions (its
   answer: the first plan that held every example row, else the one that held the most), for each
   ``k`` of :data:`AT_K`: the baseline a team gets at the same number of scored executions;
+- ``plan_space_size``: the number of distinct plans in the search's space (the solver's enumeration
+  of the level's skeleton filled with the proposed candidates, schema-pruned, plus stage moves;
+  :func:`~orchestrl.envs.orchestration.solver.plan_space`), counted up to :data:`PLAN_SPACE_CAP`
+  per task: the median over held-out tasks, with the smallest (``plan_space_size_min``): what a
+  search at a budget of executions has to choose from;
 - ``multi_plan_share``: the share of tasks where a search (the solver's enumeration plus stage
   moves, in-process, at most ``--plan-limit`` plans) finds two or more distinct plans that produce
   the target (``mean_successful_plans``: how many on average);
@@ -39,6 +44,7 @@ Levels run two at a time in spawned worker processes, each with its own sandbox 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import sys
@@ -56,6 +62,8 @@ from probe import linear_probe
 FULL = {"train_tasks": 2000, "heldout_tasks": 200, "random_teams": 20, "plan_limit": 150}
 AT_K = (1, 2, 3, 5, 10, 50)
 """Execution budgets of ``solver_success_at_k``."""
+PLAN_SPACE_CAP = 100_000
+"""Plans counted per task at most (``plan_space_size``)."""
 QUICK = {"train_tasks": 60, "heldout_tasks": 12, "random_teams": 10, "plan_limit": 40}
 
 
@@ -65,14 +73,14 @@ def level_figures(
     """Every figure of one level (runs in a worker process)."""
     from orchestrl.envs.orchestration.env import OrchestrationEnv
     from orchestrl.envs.orchestration.sandbox.pool import close_shared_pool
-    from orchestrl.envs.orchestration.solver import answer_at, successful_plans
+    from orchestrl.envs.orchestration.solver import answer_at, plan_space, successful_plans
     from orchestrl.envs.orchestration.spec import SpecError, parse_spec
     from orchestrl.envs.spaces import OBS_KEY
 
     started = time.perf_counter()
     rng = np.random.default_rng(level)
     heldout = OrchestrationEnv(level=level, rounds=1, split="heldout")
-    solved, seconds, executions, lucky, plans = [], [], [], [], []
+    solved, seconds, executions, lucky, plans, space = [], [], [], [], [], []
     at_k: dict[int, list[float]] = {k: [] for k in AT_K}
     test_x, test_y = [], []
     for seed in range(heldout_tasks):
@@ -105,6 +113,7 @@ def level_figures(
             except SpecError:
                 lucky.append(0.0)
         plans.append(len(successful_plans(task, limit=plan_limit)))
+        space.append(sum(1 for _ in itertools.islice(plan_space(task), PLAN_SPACE_CAP)))
     heldout.close()
     train = OrchestrationEnv(level=level, rounds=1, split="train")
     train_x, train_y = [], []
@@ -123,6 +132,8 @@ def level_figures(
         "solver_seconds_per_task": float(np.mean(seconds)),
         "solver_executions_per_task": float(np.mean(executions)),
         "solver_success_at_k": {str(k): float(np.mean(v)) for k, v in at_k.items()},
+        "plan_space_size": float(np.median(space)),
+        "plan_space_size_min": int(min(space)),
         "multi_plan_share": float(np.mean([p >= 2 for p in plans])),
         "mean_successful_plans": float(np.mean(plans)),
         **probe,
