@@ -269,7 +269,12 @@ class OrchestrationEnv(ParallelEnv):
         rewards = dict.fromkeys(agents, float(reward))
         terminations = dict.fromkeys(agents, done)
         truncations = dict.fromkeys(agents, False)
-        info: dict[str, Any] = {"round": self._round, "score": score.total, "valid": spec is not None}
+        info: dict[str, Any] = {
+            "round": self._round,
+            "score": score.total,
+            "success": score.success,
+            "valid": spec is not None,
+        }
         if errors:
             info["spec_errors"] = errors
         infos = {a: dict(info) for a in agents}

@@ -1,0 +1,425 @@
+"""Does a LEMON team beat search at the same number of executions?
+
+LEMON's claim is that a learned orchestrator plans better than a hand-written one at the same cost.
+Here the cost is scored executions: a team round runs its spec once; ``solver_k`` (the solver's
+best-first search, :func:`orchestrl.envs.orchestration.solver.search`, stopped after ``k``
+executions, :func:`~orchestrl.envs.orchestration.solver.answer_at`) runs ``k`` plans. Per level
+(``--levels``; the env's levels 3 and 4 by default) and seed (``--seeds``), on the same
+``--heldout-tasks`` held-out tasks:
+
+- ``solver``: ``solver_success_at_k`` for k = 1..3 (and 5, 10, 50 for scale), with 95% bootstrap
+  CIs over tasks; ``seconds_per_plan`` at k = 3; ``expert_executions_per_task``, what the full
+  search the warm start clones spends per task (its budget is the level's ``solver.BUDGET``);
+- ``lemon`` and ``ippo`` (the independent-learner control): the solver cloned in (``warm_start``),
+  then PPO for ``iterations * batch`` env steps on the training split, 3 rounds per episode; the
+  greedy team's ``team_success_at_k`` (its spec after round k, k = 1..3), ``training_executions``
+  (env rounds plus lemon's counterfactual replays; the warm start's expert executions are
+  ``expert_executions_per_task`` times its episodes, the same for every kind) and
+  ``seconds_per_plan`` (one 3-round episode, inference and executions);
+- ``bc_only``: the same warm start, then cloning continued (more expert episodes on new training
+  tasks, cloned on everything gathered) for as long as that seed's ``lemon`` run trained: the
+  fair-comparisons control for "RL added something cloning would not have".
+
+Each finished run prints one line (``team-vs-search-run [level, kind, seed, run]``) and appends it
+to ``--log``; a second invocation with the same log trains only what is missing, and
+``--summarise LOG ...`` rebuilds the report from logs alone. The report, per level: each kind's
+``success_at_k`` as the IQM over seeds of per-seed held-out success, with a 95% stratified bootstrap
+CI (``orchestrl.tracking.stats``), beside the solver's.
+
+Run::
+
+    .venv/bin/python benchmarks/team_vs_search.py --quick     # level 3, one seed, minutes
+    .venv/bin/python benchmarks/team_vs_search.py --log benchmarks/logs/team_vs_search.log
+
+It writes ``team_vs_search.json`` under ``--out`` (default ``runs/bench/team_vs_search``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import sys
+import time
+from concurrent.futures import FIRST_COMPLETED, wait
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+ROUNDS = 3
+"""Rounds per team episode: one scored execution each, so k = 1..3 compares with ``solver_k``."""
+AT_K = (1, 2, 3, 5, 10, 50)
+TEAMS = ("lemon", "ippo", "bc_only")
+KINDS = ("solver", *TEAMS)
+TASK_POOL = 1000
+RUN_LINE = "team-vs-search-run"
+
+
+@dataclasses.dataclass(frozen=True)
+class Settings:
+    """One invocation's fixed budget (the same for every kind and seed)."""
+
+    levels: tuple[int, ...]
+    seeds: int
+    heldout_tasks: int
+    warm_episodes: int
+    warm_epochs: int
+    iterations: int
+    batch: int
+    """Env steps per PPO iteration (a multiple of ``ROUNDS``: whole episodes)."""
+
+
+FULL = Settings(
+    levels=(3, 4), seeds=5, heldout_tasks=60, warm_episodes=200, warm_epochs=8, iterations=12, batch=240
+)
+QUICK = Settings(
+    levels=(3,), seeds=1, heldout_tasks=6, warm_episodes=16, warm_epochs=3, iterations=1, batch=30
+)
+
+
+# ------------------------------------------------------------------------------ one run
+def experiment(settings: Settings, level: int, kind: str, seed: int) -> dict[str, Any]:
+    """The experiment a team kind trains (``bc_only`` builds ippo's modules and never samples)."""
+    return {
+        "name": f"team_vs_search_l{level}_{kind}",
+        "seed": seed,
+        "env": {
+            "name": "orchestration",
+            "kwargs": {"level": level, "rounds": ROUNDS, "task_pool": TASK_POOL},
+        },
+        "algorithm": {"name": "ippo" if kind == "bc_only" else kind},
+        "model": {"hidden": [256, 256]},
+        "warm_start": {"episodes": settings.warm_episodes, "epochs": settings.warm_epochs},
+        "resources": {"env_runners": 0, "envs_per_env_runner": 4},
+        "training": {
+            "train_batch_size": settings.batch,
+            "lr": 5e-4,
+            "num_epochs": 8,
+            "minibatch_size": min(settings.batch, 240),
+            "entropy_coeff": 0.0,
+        },
+    }
+
+
+def run(settings: Settings, level: int, kind: str, seed: int, clone_seconds: float = 0.0) -> dict[str, Any]:
+    """One run (in a worker process): the solver's figures, or one team trained and evaluated."""
+    if kind == "solver":
+        return solver_run(settings, level)
+    from orchestrl.experiment.builder import build_ppo_config
+    from orchestrl.experiment.config import validate_config
+    from orchestrl.training.inprocess import InProcessTrainer
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from credit import COST_KEYS, sample
+
+    started = time.perf_counter()
+    ppo = build_ppo_config(validate_config(experiment(settings, level, kind, seed)))
+    trainer = InProcessTrainer(ppo)
+    warm_s = time.perf_counter() - started
+    steps, replays, train_s = 0, 0.0, 0.0
+    try:
+        if kind == "bc_only":
+            train_s = continue_cloning(trainer, clone_seconds)
+        else:
+            for _ in range(settings.iterations):
+                wall = time.perf_counter()
+                episodes = sample(trainer.runner, settings.batch)
+                steps += sum(len(ep) for ep in episodes)
+                trainer.update(episodes)
+                train_s += time.perf_counter() - wall
+                stat = trainer.runner.get_metrics().get(f"env/cf_{COST_KEYS['executions']}")
+                replays += float(stat.peek()) if hasattr(stat, "peek") else 0.0
+        evaluation = team_evaluation(trainer, ppo, settings, level)
+    finally:
+        trainer.stop()
+    return {
+        **evaluation,
+        "env_steps": steps,
+        "replay_executions": replays,
+        "training_executions": steps + replays,
+        "warm_start_s": warm_s,
+        "train_s": train_s,
+        "wall_s": time.perf_counter() - started,
+    }
+
+
+def continue_cloning(trainer: Any, seconds: float) -> float:
+    """Cloning continued for ``seconds``: each pass gathers the warm start's number of expert
+    episodes on training tasks not seen yet and clones on everything gathered so far (the warm
+    start's settings); returns the seconds spent."""
+    from orchestrl.algorithms.behaviour_cloning import (
+        clone_actors,
+        configured_warm_start,
+        expert_demonstrations,
+    )
+
+    hook = configured_warm_start(trainer.config)
+    settings, started = hook.settings, time.perf_counter()
+    modules = {mid: m.unwrapped() for mid, m in trainer.learner.module.items()}
+    demos: dict[str, Any] | None = None
+    passes = 0
+    while time.perf_counter() - started < seconds:
+        passes += 1
+        first = hook.seed + passes * settings.episodes  # the warm start cloned hook.seed + 0..episodes-1
+        more = expert_demonstrations(hook.env_config, settings.episodes, seed=first)
+        demos = more if demos is None else {a: demos[a].extended(more[a]) for a in demos}
+        clone_actors(modules, demos, hook.agent_to_module, settings, hook.seed + passes)
+    trainer.sync_weights()
+    return time.perf_counter() - started
+
+
+def team_evaluation(trainer: Any, ppo: Any, settings: Settings, level: int) -> dict[str, Any]:
+    """The greedy team on held-out tasks 0 .. heldout_tasks-1: success after each round."""
+    from orchestrl.envs.rllib_env import RegisteredEnv, env_config
+    from orchestrl.experiment.policy import TrainedPolicy
+
+    policy = TrainedPolicy(
+        module=trainer.learner.module,
+        agents=dict(ppo.policy_mapping_fn.table),
+        normalize_actions=bool(ppo.normalize_actions),
+        clip_actions=bool(ppo.clip_actions),
+    )
+    kwargs = {"level": level, "rounds": ROUNDS, "split": "heldout"}
+    env = RegisteredEnv(env_config("orchestration", kwargs, bool(ppo.env_config.get("agent_id_in_obs"))))
+    per_round: list[list[float]] = []
+    seconds: list[float] = []
+    try:
+        for task in range(settings.heldout_tasks):
+            started = time.perf_counter()
+            obs, _ = env.reset(seed=task)
+            hits = []
+            for _ in range(ROUNDS):
+                obs, _, _, _, infos = env.step(policy.act(obs))
+                hits.append(next(float(i["success"]) for i in infos.values() if "success" in i))
+            per_round.append(hits)
+            seconds.append(time.perf_counter() - started)
+    finally:
+        env.close()
+    table = np.array(per_round)
+    return {
+        "success_at_k": {str(k): table[:, k - 1].tolist() for k in range(1, ROUNDS + 1)},
+        "seconds_per_plan": float(np.mean(seconds)),
+    }
+
+
+def solver_run(settings: Settings, level: int) -> dict[str, Any]:
+    """``solver_k`` on the held-out tasks: success per task at every k of :data:`AT_K`, seconds for
+    k = 3, and the full search's executions per task (what the warm start clones)."""
+    from orchestrl.envs.orchestration.env import OrchestrationEnv
+    from orchestrl.envs.orchestration.solver import answer_at
+
+    started = time.perf_counter()
+    env = OrchestrationEnv(level=level, rounds=1, split="heldout")
+    at_k: dict[str, list[float]] = {str(k): [] for k in AT_K}
+    seconds, executions = [], []
+    try:
+        for task in range(settings.heldout_tasks):
+            env.reset(seed=task)
+            clock = time.perf_counter()  # first, while no node of this task is cached
+            env.search_trace(ROUNDS)
+            seconds.append(time.perf_counter() - clock)
+            executions.append(env.solution().executions)
+            trace = env.search_trace(max(AT_K))
+            scored: dict[int, float] = {}
+            for k in AT_K:
+                answer = answer_at(trace, k)
+                if answer is not None and id(answer) not in scored:
+                    scored[id(answer)] = env.evaluate(answer.spec).success
+                at_k[str(k)].append(scored[id(answer)] if answer is not None else 0.0)
+    finally:
+        env.close()
+    return {
+        "success_at_k": at_k,
+        "seconds_per_plan": float(np.mean(seconds)),
+        "expert_executions_per_task": float(np.mean(executions)),
+        "wall_s": time.perf_counter() - started,
+    }
+
+
+# ------------------------------------------------------------------------------ the report
+def task_rate(values: list[float], seed: int = 0) -> dict[str, Any]:
+    """Mean over tasks with a 95% bootstrap CI over tasks."""
+    x = np.asarray(values, dtype=float)
+    means = np.random.default_rng(seed).choice(x, size=(2000, len(x))).mean(1)
+    return {
+        "mean": float(x.mean()),
+        "ci95": [float(np.quantile(means, 0.025)), float(np.quantile(means, 0.975))],
+    }
+
+
+def seed_iqm(per_seed: list[float]) -> dict[str, Any]:
+    """IQM over seeds of one value per seed, with its 95% stratified bootstrap CI."""
+    from orchestrl.tracking.stats import aggregate
+
+    agg = aggregate(per_seed, seed=0)
+    return {"iqm": agg.iqm.value, "ci95": [agg.iqm.low, agg.iqm.high], "seeds": len(per_seed)}
+
+
+def summarise(runs: dict[tuple[int, str, int], dict[str, Any]]) -> dict[str, Any]:
+    """Per level: the solver's success at k, and each team kind's over its seeds."""
+    out: dict[str, Any] = {}
+    for level in sorted({lv for lv, _, _ in runs}):
+        mine = {(kind, seed): r for (lv, kind, seed), r in runs.items() if lv == level}
+        solver = next((r for (kind, _), r in mine.items() if kind == "solver"), None)
+        entry: dict[str, Any] = {}
+        if solver is not None:
+            entry["solver_success_at_k"] = {k: task_rate(v) for k, v in solver["success_at_k"].items()}
+            entry["solver_seconds_per_plan"] = solver["seconds_per_plan"]
+            entry["expert_executions_per_task"] = solver["expert_executions_per_task"]
+        for kind in TEAMS:
+            seeds = sorted(seed for (k, seed) in mine if k == kind)
+            if not seeds:
+                continue
+            team = [mine[(kind, s)] for s in seeds]
+            entry[f"{kind}_success_at_k"] = {
+                str(k): seed_iqm([float(np.mean(r["success_at_k"][str(k)])) for r in team])
+                for k in range(1, ROUNDS + 1)
+            }
+            entry[f"{kind}_training_executions"] = float(np.mean([r["training_executions"] for r in team]))
+            entry[f"{kind}_train_s"] = float(np.mean([r["train_s"] for r in team]))
+            entry[f"{kind}_seconds_per_plan"] = float(np.mean([r["seconds_per_plan"] for r in team]))
+        if solver is not None and "lemon_success_at_k" in entry:
+            lemon, search_k = (
+                entry["lemon_success_at_k"][str(ROUNDS)],
+                entry["solver_success_at_k"][str(ROUNDS)],
+            )
+            entry["lemon_above_solver_at_3_cis_apart"] = lemon["ci95"][0] > search_k["ci95"][1]
+        out[str(level)] = entry
+    return out
+
+
+def read_runs(logs: list[Path]) -> dict[tuple[int, str, int], dict[str, Any]]:
+    """(level, kind, seed) -> run from the :data:`RUN_LINE` lines of ``logs`` (a later line wins)."""
+    runs: dict[tuple[int, str, int], dict[str, Any]] = {}
+    for log in logs:
+        for number, line in enumerate(log.read_text().splitlines(), start=1):
+            if not line.startswith(RUN_LINE + " "):
+                continue
+            try:
+                level, kind, seed, result = json.loads(line[len(RUN_LINE) + 1 :])
+            except ValueError:
+                raise SystemExit(
+                    f"{log}:{number}: a {RUN_LINE} line that is not [level, kind, seed, run]"
+                ) from None
+            if kind not in KINDS:
+                raise SystemExit(f"{log}:{number}: unknown kind {kind!r} (known: {', '.join(KINDS)})")
+            runs[(int(level), kind, int(seed))] = result
+    return runs
+
+
+def record(key: tuple[int, str, int], result: dict[str, Any], log: Path | None) -> None:
+    """Prints a finished run's line and appends it to ``log`` (flushed and synced)."""
+    line = f"{RUN_LINE} {json.dumps([*key, result])}"
+    print(line, file=sys.stderr, flush=True)
+    if log is not None:
+        with log.open("a") as f:
+            f.write(line + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+
+
+def write_report(runs: dict[tuple[int, str, int], dict[str, Any]], meta: dict[str, Any], out: Path) -> dict:
+    report = {"levels": summarise(runs), "meta": meta}
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "team_vs_search.json").write_text(json.dumps(report, indent=2))
+    print(json.dumps(report, indent=2))
+    return report
+
+
+# ------------------------------------------------------------------------------ main
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="level 3, one seed, tiny budgets")
+    parser.add_argument("--levels", type=int, nargs="+", help="levels (default 3 4; quick 3)")
+    parser.add_argument("--seeds", type=int, help="seeds per team kind (default 5; quick 1)")
+    parser.add_argument("--first-seed", type=int, default=0)
+    parser.add_argument("--kinds", nargs="+", choices=KINDS, default=list(KINDS))
+    parser.add_argument("--jobs", type=int, default=2, help="runs at once (one process each)")
+    parser.add_argument("--out", type=Path, default=Path("runs/bench/team_vs_search"))
+    parser.add_argument(
+        "--log", type=Path, help="resumable: runs LOG holds are not run again; new ones are appended"
+    )
+    parser.add_argument(
+        "--summarise", nargs="+", type=Path, metavar="LOG", help="no runs: the report of LOGs"
+    )
+    args = parser.parse_args(argv)
+    command = " ".join(
+        ["python", "benchmarks/team_vs_search.py", *(argv if argv is not None else sys.argv[1:])]
+    )
+    if args.summarise:
+        missing = [str(p) for p in args.summarise if not p.is_file()]
+        if missing:
+            parser.error(f"--summarise: no such file: {', '.join(missing)}")
+        runs = read_runs(args.summarise)
+        if not runs:
+            parser.error(f"--summarise: no '{RUN_LINE}' lines in {', '.join(map(str, args.summarise))}")
+        return write_report(
+            runs, {"command": command, "summarised_from": list(map(str, args.summarise))}, args.out
+        )
+    from orchestrl.envs.orchestration.tasks import LEVELS
+
+    settings = QUICK if args.quick else FULL
+    settings = dataclasses.replace(
+        settings, levels=tuple(args.levels or settings.levels), seeds=args.seeds or settings.seeds
+    )
+    unknown = [lv for lv in settings.levels if lv not in LEVELS]
+    if unknown:
+        parser.error(f"--levels: unknown level(s) {unknown} (the env has {sorted(LEVELS)})")
+    if args.log is not None and (args.log.is_dir() or not args.log.parent.is_dir()):
+        parser.error(f"--log: {args.log} is a directory or in no directory")
+    logged = read_runs([args.log]) if args.log is not None and args.log.is_file() else {}
+    seeds = range(args.first_seed, args.first_seed + settings.seeds)
+    wanted = [
+        (lv, kind, s)
+        for lv in settings.levels
+        for kind in args.kinds
+        for s in (seeds if kind != "solver" else [0])
+    ]
+    runs = {key: logged[key] for key in wanted if key in logged}
+    todo = [key for key in wanted if key not in runs]
+
+    from orchestrl.training.runtime import quiet_environment, silence_noise, worker_pool
+
+    quiet_environment(args.out)
+    silence_noise(False)
+    started, load = time.perf_counter(), os.getloadavg()
+    with worker_pool(max(1, args.jobs), args.out, fresh_per_task=True) as pool:
+        pending: dict[Any, tuple[int, str, int]] = {}
+
+        def submit_ready() -> None:
+            for key in list(todo):
+                level, kind, seed = key
+                budget = 0.0
+                if kind == "bc_only":  # clones for as long as its seed's lemon run trained
+                    lemon = runs.get((level, "lemon", seed))
+                    if lemon is None and "lemon" in args.kinds:
+                        continue
+                    budget = lemon["train_s"] if lemon is not None else 0.0
+                todo.remove(key)
+                pending[pool.submit(run, settings, level, kind, seed, budget)] = key
+
+        submit_ready()
+        while pending:
+            done, _ = wait(pending, return_when=FIRST_COMPLETED)
+            for future in done:
+                key = pending.pop(future)
+                runs[key] = future.result()
+                record(key, runs[key], args.log)
+            submit_ready()
+    meta = {
+        "command": command,
+        "settings": dataclasses.asdict(settings),
+        "wall_s": round(time.perf_counter() - started, 1),
+        "loadavg_start": [round(v, 2) for v in load],
+        "loadavg_end": [round(v, 2) for v in os.getloadavg()],
+        "log": None if args.log is None else str(args.log),
+    }
+    return write_report({key: runs[key] for key in wanted if key in runs}, meta, args.out)
+
+
+if __name__ == "__main__":
+    main()

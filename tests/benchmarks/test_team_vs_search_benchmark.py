@@ -1,0 +1,89 @@
+"""The team-vs-search benchmark: its command line, a tiny run of each kind on level 1 (in-process, no
+Ray), and the report rebuilt from logged runs alone."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+from credit_helpers import load_benchmark, unload_benchmark
+
+
+@pytest.fixture(scope="module")
+def bench() -> Iterator[ModuleType]:
+    module = load_benchmark("team_vs_search")
+    yield module
+    unload_benchmark(module)
+
+
+@pytest.mark.parametrize(("argv", "culprit"), [(["--levels", "9"], "9"), (["--kinds", "qmix"], "qmix")])
+def test_an_unknown_level_or_kind_exits_naming_it(
+    bench: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], culprit: str
+) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        bench.main([*argv, "--out", str(tmp_path / "out")])
+    assert exit_info.value.code == 2 and culprit in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+
+
+def test_summarise_names_a_missing_log(
+    bench: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit):
+        bench.main(["--summarise", str(tmp_path / "nope.log"), "--out", str(tmp_path / "out")])
+    assert "nope.log" in capsys.readouterr().err and not (tmp_path / "out").exists()
+
+
+def logged(kind: str, seed: int, rates: list[float], level: int = 4) -> str:
+    tasks = 10
+    run = {
+        "success_at_k": {
+            str(k): [1.0] * round(r * tasks) + [0.0] * (tasks - round(r * tasks))
+            for k, r in enumerate(rates, 1)
+        },
+        "seconds_per_plan": 0.1,
+        "training_executions": 100.0,
+        "train_s": 5.0,
+    }
+    if kind == "solver":
+        run |= {"expert_executions_per_task": 12.0}
+    return f"{'team-vs-search-run'} {json.dumps([level, kind, seed, run])}"
+
+
+def test_the_report_is_rebuilt_from_logged_runs_with_the_solver_at_the_same_k(
+    bench: ModuleType, tmp_path: Path
+) -> None:
+    log = tmp_path / "runs.log"
+    solver = logged("solver", 0, [0.1, 0.2, 0.3, 0.5, 0.6, 0.8])
+    teams = [logged("lemon", s, [0.5, 0.8, 0.9]) for s in range(3)]
+    teams += [logged("ippo", s, [0.4, 0.4, 0.4]) for s in range(3)]
+    log.write_text("\n".join(["noise", solver, *teams]) + "\n")
+    report = bench.main(["--summarise", str(log), "--out", str(tmp_path / "out")])
+    level = report["levels"]["4"]
+    assert level["solver_success_at_k"]["3"]["mean"] == pytest.approx(0.3)
+    assert level["lemon_success_at_k"]["3"]["iqm"] == pytest.approx(0.9)
+    assert level["ippo_success_at_k"]["1"] == {
+        "iqm": pytest.approx(0.4),
+        "ci95": pytest.approx([0.4, 0.4]),
+        "seeds": 3,
+    }
+    assert level["lemon_above_solver_at_3_cis_apart"] is True
+    assert json.loads((tmp_path / "out" / "team_vs_search.json").read_text())["levels"] == report["levels"]
+
+
+def test_each_kind_runs_and_reports_success_after_every_round(bench: ModuleType) -> None:
+    """Level 1, a handful of tasks: the solver, a team after one PPO update, and cloning continued."""
+    tiny = dataclasses.replace(
+        bench.QUICK, levels=(1,), heldout_tasks=2, warm_episodes=4, warm_epochs=1, iterations=1, batch=6
+    )
+    solver = bench.run(tiny, 1, "solver", 0)
+    assert solver["success_at_k"]["1"] == [1.0, 1.0] and solver["expert_executions_per_task"] >= 1
+    ippo = bench.run(tiny, 1, "ippo", 0)
+    assert [len(ippo["success_at_k"][str(k)]) for k in (1, 2, 3)] == [2, 2, 2]
+    assert ippo["env_steps"] >= 6 and ippo["training_executions"] == ippo["env_steps"]
+    cloned = bench.run(tiny, 1, "bc_only", 0, clone_seconds=0.5)
+    assert cloned["env_steps"] == 0 and cloned["train_s"] >= 0.5
