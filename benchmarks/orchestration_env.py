@@ -26,15 +26,16 @@ Per level, on held-out tasks:
   components) it gets right; ``linear_probe_component_accuracy`` per component and
   ``constant_baseline_accuracy`` (the most frequent training action, per component, then jointly)
   for scale. An observation that copies the answer would score 1.0 here; a figure well below
-  1.0 means the action must be inferred from the public inputs, not read off.
+  1.0 means the action must be inferred from the public inputs, not read off. The observation
+  carries nothing of the solver's conclusions (no prior, candidates in canonical order), so what
+  the probe reads is the candidates' own agreement with the example rows.
 
 Run::
 
     .venv/bin/python benchmarks/orchestration_env.py --quick   # small samples
     .venv/bin/python benchmarks/orchestration_env.py           # 2,000 probe tasks per level
 
-Measured: ``benchmarks/RESULTS.md``, section "LEMON env calibration" (which run, and why levels
-where the solver's first-ranked plan is nearly always right let the probe reach 1.0 without a leak).
+Measured: ``benchmarks/RESULTS.md``, section "LEMON env calibration".
 
 It prints one JSON object (``levels`` keyed by level number, plus the settings, the load average
 and the seconds it took) and writes it to ``--out`` (default ``runs/bench/orchestration_env.json``).

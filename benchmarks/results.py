@@ -298,6 +298,11 @@ def credit_part() -> list[str]:
         "ends above an ippo run (0.5: a match); critic explained variance = the IQM of each run's "
         "mean `vf_explained_var` (for the COMAs, of Q(s, u)). Team returns are summed over agents.",
         "",
+        "These runs predate the observation without the solver's conclusions (commit 3c8600d): their "
+        "agents saw the solver's prior and candidate lists ranked by it. On today's env the same "
+        "commands measure teams that must infer the ranking; the section on the team against search "
+        "at equal executions is measured on it.",
+        "",
         "To reproduce a level: `python benchmarks/credit.py --envs orchestration_lN --log lN.log` "
         "(resumable: it trains the runs the log lacks, appends each finished run, and prints the "
         "summary over all of them), then `python benchmarks/credit.py --summarise lN.log`.",
@@ -1029,7 +1034,10 @@ def orchestration_env_section(d: dict[str, Any]) -> list[str]:
                 f"{1000 * v['solver_seconds_per_task']:.0f} ms, "
                 f"{v['solver_executions_per_task']:.1f} sandbox runs",
                 f"{v['multi_plan_share']:.2f} ({v['mean_successful_plans']:.1f})",
-                f"{v['linear_probe_accuracy']:.3f}",
+                f"{v['plan_space_size']:.0f} (≥ {v['plan_space_size_min']})"
+                if "plan_space_size" in v
+                else "—",
+                f"{v['linear_probe_accuracy']:.3f} / {v['constant_baseline_accuracy']:.3f}",
             ]
         )
     s = d["settings"]
@@ -1046,7 +1054,8 @@ def orchestration_env_section(d: dict[str, Any]) -> list[str]:
                 f"solver_k success, k = {ks} executions",
                 "solver time per task",
                 "tasks with ≥ 2 successful plans (mean plans)",
-                "linear probe accuracy",
+                "plans in the search's space, median (smallest)",
+                "linear probe / constant baseline accuracy",
             ],
             rows,
         ),
@@ -1056,12 +1065,99 @@ def orchestration_env_section(d: dict[str, Any]) -> list[str]:
         "scored executions.",
         "",
         "The linear probe maps one agent's first-round observation to the solver's action for that "
-        "agent (all components right). It is high where the observation's description of each "
-        "candidate (its agreement with the example rows) already does the solver's ranking, which "
-        "`tests/envs/orchestration/test_orchestration_public_inputs.py` checks is not a leak of the "
-        "hidden target.",
+        "agent (all components right); the constant baseline is the most frequent training action. "
+        "The observation holds public inputs only, with nothing of the solver's conclusions: no prior, "
+        "no check of a candidate inside the plan the solver ranks first, every candidate list in "
+        "canonical order (`tests/envs/orchestration/test_orchestration_public_inputs.py`). What the "
+        "probe still reads is each candidate's agreement with the example rows: at the levels where "
+        "one plan fits the examples, that is the answer. The search's space is the solver's "
+        "enumeration (the skeleton filled with the proposed candidates, schema-pruned, plus stage "
+        "moves), counted per task up to 100,000.",
         "",
         load_note(d.get("loadavg_start"), d.get("loadavg_end")),
+    ]
+
+
+def team_vs_search_section(d: dict[str, Any]) -> list[str]:
+    def team(r: dict[str, Any]) -> str:
+        return f"{r['iqm']:.2f} {ci(r['ci95'], 2)}" if r["seeds"] > 1 else f"{r['iqm']:.2f}"
+
+    def solver(r: dict[str, Any]) -> str:
+        return f"{r['mean']:.2f} {ci(r['ci95'], 2)}"
+
+    out: list[str] = []
+    ks = ("1", "2", "3")
+    for level, v in d["levels"].items():
+        rows = []
+        if "solver_success_at_k" in v:
+            at = v["solver_success_at_k"]
+            rows.append(
+                [
+                    "`solver_k` (k executions)",
+                    *(solver(at[k]) for k in ks),
+                    f"{v['solver_seconds_per_plan']:.2f} s",
+                    "—",
+                    "1",
+                ]
+            )
+        if "cloned_success_at_k" in v:
+            at = v["cloned_success_at_k"]
+            rows.append(
+                [
+                    "the cloned start (every team's)",
+                    *(team(at[k]) for k in ks),
+                    "—",
+                    "—",
+                    f"{v['cloned_agent_agrees_with_solver']:.2f}",
+                ]
+            )
+        for kind, label in (("lemon", "lemon"), ("ippo", "ippo"), ("bc_only", "cloning continued")):
+            if f"{kind}_success_at_k" in v:
+                at, seeds = v[f"{kind}_success_at_k"], v[f"{kind}_success_at_k"]["1"]["seeds"]
+                cost = [
+                    f"{v[f'{kind}_seconds_per_plan']:.2f} s",
+                    f"{v[f'{kind}_training_executions']:.0f}",
+                    f"{v.get(f'{kind}_agent_agrees_with_solver', float('nan')):.2f}",
+                ]
+                rows.append(
+                    [f"{label} ({seeds} seed{'s' if seeds > 1 else ''})", *(team(at[k]) for k in ks), *cost]
+                )
+        verdict = ""
+        if "lemon_success_at_k" in v and "solver_success_at_k" in v:
+            lemon, search = v["lemon_success_at_k"]["3"]["iqm"], v["solver_success_at_k"]["3"]["mean"]
+            apart = " with CIs apart" if v.get("lemon_above_solver_at_3_cis_apart") else ""
+            side = f"above{apart}" if lemon > search else "at" if lemon == search else "below"
+            verdict = f" At k = 3 lemon scores {lemon:.2f}, {side} `solver_k`'s {search:.2f}."
+        out += [
+            f"**Level {level}** ({AGENTS[int(level)]} agents, {v['heldout_tasks']} held-out tasks); the "
+            "full search the warm start clones spends "
+            f"{v.get('expert_executions_per_task', float('nan')):.1f} executions per task.{verdict}",
+            "",
+            *table(
+                [
+                    "",
+                    "k = 1",
+                    "k = 2",
+                    "k = 3",
+                    "seconds per plan (k = 3)",
+                    "training executions",
+                    "agents whose first action is the solver's",
+                ],
+                rows,
+            ),
+            "",
+        ]
+    return [
+        "Held-out success at the same number of scored executions: a team's spec after round k (one "
+        "execution per round) against the solver's search stopped after k executions, on the same "
+        "held-out tasks. Teams: IQM over seeds [95% bootstrap CI] (one seed: its value alone); the "
+        "solver: mean over tasks [95% bootstrap CI over tasks]. Every team starts from the solver "
+        "cloned on the same training tasks; cloning continued runs as long as lemon trained. "
+        "Training executions are env rounds plus lemon's replays; the executions of the search whose "
+        "answers are cloned (the warm start's, and cloning continued's) come on top, about the "
+        "search's executions per task for every episode cloned.",
+        "",
+        *out,
     ]
 
 
@@ -1211,10 +1307,19 @@ SAVED = (
     Saved(
         "orchestration_env.json",
         "LEMON env calibration",
-        "python benchmarks/orchestration_env.py --quick --out /tmp/bench/orch_out/orchestration_env.json"
-        " > benchmarks/results/orchestration_env.json",
-        "python benchmarks/orchestration_env.py            # 2,000 probe tasks, 200 held-out tasks per level",
+        "python benchmarks/orchestration_env.py --out benchmarks/results/orchestration_env.json"
+        "   # 2,000 probe tasks, 200 held-out tasks per level",
+        "python benchmarks/orchestration_env.py --quick    # 60 probe tasks, 12 held-out tasks per level",
         orchestration_env_section,
+    ),
+    Saved(
+        "team_vs_search.json",
+        "LEMON team against search at equal executions",
+        "python benchmarks/team_vs_search.py --seeds 1 --log benchmarks/logs/team_vs_search.log"
+        " && python benchmarks/team_vs_search.py --summarise benchmarks/logs/team_vs_search.log"
+        " --out benchmarks/results",
+        "python benchmarks/team_vs_search.py --log benchmarks/logs/team_vs_search.log  # levels 3-4, 5 seeds",
+        team_vs_search_section,
     ),
     Saved(
         "sandbox.json",

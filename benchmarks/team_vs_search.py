@@ -15,16 +15,19 @@ executions, :func:`~orchestrl.envs.orchestration.solver.answer_at`) runs ``k`` p
   greedy team's ``team_success_at_k`` (its spec after round k, k = 1..3), ``training_executions``
   (env rounds plus lemon's counterfactual replays; the warm start's expert executions are
   ``expert_executions_per_task`` times its episodes, the same for every kind) and
-  ``seconds_per_plan`` (one 3-round episode, inference and executions);
+  ``seconds_per_plan`` (one 3-round episode, inference and executions), and how often the greedy
+  first-round action equals the solver's (``agent_agrees_with_solver``, per agent, the figure the
+  env's linear probe reports; ``team_agrees_with_solver``, every agent at once);
 - ``bc_only``: the same warm start, then cloning continued (more expert episodes on new training
   tasks, cloned on everything gathered) for as long as that seed's ``lemon`` run trained: the
-  fair-comparisons control for "RL added something cloning would not have".
+  fair-comparisons control for "RL added something cloning would not have". Its run also
+  evaluates the cloned start before cloning on (``cloned_success_at_k``): where every kind begins.
 
-Each finished run prints one line (``team-vs-search-run [level, kind, seed, run]``) and appends it
-to ``--log``; a second invocation with the same log trains only what is missing, and
-``--summarise LOG ...`` rebuilds the report from logs alone. The report, per level: each kind's
-``success_at_k`` as the IQM over seeds of per-seed held-out success, with a 95% stratified bootstrap
-CI (``orchestrl.tracking.stats``), beside the solver's.
+Each finished run prints one line (``team-vs-search-run [level, kind, seed, run]``, the run's
+settings in it) and appends it to ``--log`` (one log per setting); a second invocation with the same
+log trains only what is missing, and ``--summarise LOG ...`` rebuilds the report from logs alone.
+The report, per level: each kind's ``success_at_k`` as the IQM over seeds of per-seed held-out
+success, with a 95% stratified bootstrap CI (``orchestrl.tracking.stats``), beside the solver's.
 
 Run::
 
@@ -71,10 +74,20 @@ class Settings:
     iterations: int
     batch: int
     """Env steps per PPO iteration (a multiple of ``ROUNDS``: whole episodes)."""
+    lr: float = 5e-4
 
 
+# PPO at credit.py's learning rate (5e-4) undid most of a level-4 warm start on 200 episodes; the
+# full run clones three times the episodes and steps PPO at a fifth of that rate.
 FULL = Settings(
-    levels=(3, 4), seeds=5, heldout_tasks=60, warm_episodes=200, warm_epochs=8, iterations=12, batch=240
+    levels=(3, 4),
+    seeds=5,
+    heldout_tasks=60,
+    warm_episodes=600,
+    warm_epochs=8,
+    iterations=12,
+    batch=240,
+    lr=1e-4,
 )
 QUICK = Settings(
     levels=(3,), seeds=1, heldout_tasks=6, warm_episodes=16, warm_epochs=3, iterations=1, batch=30
@@ -97,7 +110,7 @@ def experiment(settings: Settings, level: int, kind: str, seed: int) -> dict[str
         "resources": {"env_runners": 0, "envs_per_env_runner": 4},
         "training": {
             "train_batch_size": settings.batch,
-            "lr": 5e-4,
+            "lr": settings.lr,
             "num_epochs": 8,
             "minibatch_size": min(settings.batch, 240),
             "entropy_coeff": 0.0,
@@ -121,8 +134,10 @@ def run(settings: Settings, level: int, kind: str, seed: int, clone_seconds: flo
     trainer = InProcessTrainer(ppo)
     warm_s = time.perf_counter() - started
     steps, replays, train_s = 0, 0.0, 0.0
+    cloned: dict[str, Any] = {}
     try:
-        if kind == "bc_only":
+        if kind == "bc_only":  # the cloned start every kind shares, then cloning continued
+            cloned = team_evaluation(trainer, ppo, settings, level)
             train_s = continue_cloning(trainer, clone_seconds)
         else:
             for _ in range(settings.iterations):
@@ -138,6 +153,7 @@ def run(settings: Settings, level: int, kind: str, seed: int, clone_seconds: flo
         trainer.stop()
     return {
         **evaluation,
+        **({"cloned": cloned} if cloned else {}),
         "env_steps": steps,
         "replay_executions": replays,
         "training_executions": steps + replays,
@@ -174,6 +190,7 @@ def continue_cloning(trainer: Any, seconds: float) -> float:
 
 def team_evaluation(trainer: Any, ppo: Any, settings: Settings, level: int) -> dict[str, Any]:
     """The greedy team on held-out tasks 0 .. heldout_tasks-1: success after each round."""
+    from orchestrl.algorithms.behaviour_cloning import expert_of
     from orchestrl.envs.rllib_env import RegisteredEnv, env_config
     from orchestrl.experiment.policy import TrainedPolicy
 
@@ -187,22 +204,29 @@ def team_evaluation(trainer: Any, ppo: Any, settings: Settings, level: int) -> d
     env = RegisteredEnv(env_config("orchestration", kwargs, bool(ppo.env_config.get("agent_id_in_obs"))))
     per_round: list[list[float]] = []
     seconds: list[float] = []
+    agree: list[list[bool]] = []  # per task, per agent: its first action is the solver's, whole
     try:
         for task in range(settings.heldout_tasks):
             started = time.perf_counter()
             obs, _ = env.reset(seed=task)
-            hits = []
+            hits, first = [], None
             for _ in range(ROUNDS):
-                obs, _, _, _, infos = env.step(policy.act(obs))
+                actions = policy.act(obs)
+                first = actions if first is None else first
+                obs, _, _, _, infos = env.step(actions)
                 hits.append(next(float(i["success"]) for i in infos.values() if "success" in i))
             per_round.append(hits)
             seconds.append(time.perf_counter() - started)
+            expert = expert_of(env)()  # the same task's solver plan (after the clock: not the team's cost)
+            agree.append([bool(np.array_equal(first[a], expert[a])) for a in sorted(first)])
     finally:
         env.close()
-    table = np.array(per_round)
+    table, agreed = np.array(per_round), np.array(agree)
     return {
         "success_at_k": {str(k): table[:, k - 1].tolist() for k in range(1, ROUNDS + 1)},
         "seconds_per_plan": float(np.mean(seconds)),
+        "agent_agrees_with_solver": float(agreed.mean()),
+        "team_agrees_with_solver": float(agreed.all(axis=1).mean()),
     }
 
 
@@ -265,11 +289,20 @@ def summarise(runs: dict[tuple[int, str, int], dict[str, Any]]) -> dict[str, Any
     for level in sorted({lv for lv, _, _ in runs}):
         mine = {(kind, seed): r for (lv, kind, seed), r in runs.items() if lv == level}
         solver = next((r for (kind, _), r in mine.items() if kind == "solver"), None)
-        entry: dict[str, Any] = {}
+        entry: dict[str, Any] = {"heldout_tasks": len(next(iter(mine.values()))["success_at_k"]["1"])}
         if solver is not None:
             entry["solver_success_at_k"] = {k: task_rate(v) for k, v in solver["success_at_k"].items()}
             entry["solver_seconds_per_plan"] = solver["seconds_per_plan"]
             entry["expert_executions_per_task"] = solver["expert_executions_per_task"]
+        starts = [r["cloned"] for (kind, _), r in sorted(mine.items()) if kind == "bc_only" and "cloned" in r]
+        if starts:
+            entry["cloned_success_at_k"] = {
+                str(k): seed_iqm([float(np.mean(r["success_at_k"][str(k)])) for r in starts])
+                for k in range(1, ROUNDS + 1)
+            }
+            entry["cloned_agent_agrees_with_solver"] = float(
+                np.mean([r["agent_agrees_with_solver"] for r in starts])
+            )
         for kind in TEAMS:
             seeds = sorted(seed for (k, seed) in mine if k == kind)
             if not seeds:
@@ -282,6 +315,9 @@ def summarise(runs: dict[tuple[int, str, int], dict[str, Any]]) -> dict[str, Any
             entry[f"{kind}_training_executions"] = float(np.mean([r["training_executions"] for r in team]))
             entry[f"{kind}_train_s"] = float(np.mean([r["train_s"] for r in team]))
             entry[f"{kind}_seconds_per_plan"] = float(np.mean([r["seconds_per_plan"] for r in team]))
+            for key in ("agent_agrees_with_solver", "team_agrees_with_solver"):  # first round, greedy
+                if all(key in r for r in team):
+                    entry[f"{kind}_{key}"] = float(np.mean([r[key] for r in team]))
         if solver is not None and "lemon_success_at_k" in entry:
             lemon, search_k = (
                 entry["lemon_success_at_k"][str(ROUNDS)],
@@ -337,6 +373,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--levels", type=int, nargs="+", help="levels (default 3 4; quick 3)")
     parser.add_argument("--seeds", type=int, help="seeds per team kind (default 5; quick 1)")
     parser.add_argument("--first-seed", type=int, default=0)
+    parser.add_argument("--heldout-tasks", type=int, help="held-out tasks evaluated (default 60)")
+    parser.add_argument(
+        "--warm-episodes", type=int, help="expert episodes the warm start clones (default 600)"
+    )
+    parser.add_argument("--iterations", type=int, help="PPO iterations of --batch env steps (default 12)")
+    parser.add_argument("--lr", type=float, help="PPO's learning rate (default 1e-4)")
     parser.add_argument("--kinds", nargs="+", choices=KINDS, default=list(KINDS))
     parser.add_argument("--jobs", type=int, default=2, help="runs at once (one process each)")
     parser.add_argument("--out", type=Path, default=Path("runs/bench/team_vs_search"))
@@ -364,7 +406,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
     settings = QUICK if args.quick else FULL
     settings = dataclasses.replace(
-        settings, levels=tuple(args.levels or settings.levels), seeds=args.seeds or settings.seeds
+        settings,
+        levels=tuple(args.levels or settings.levels),
+        seeds=args.seeds or settings.seeds,
+        heldout_tasks=args.heldout_tasks or settings.heldout_tasks,
+        warm_episodes=args.warm_episodes or settings.warm_episodes,
+        iterations=args.iterations or settings.iterations,
+        lr=args.lr or settings.lr,
     )
     unknown = [lv for lv in settings.levels if lv not in LEVELS]
     if unknown:
@@ -407,7 +455,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             done, _ = wait(pending, return_when=FIRST_COMPLETED)
             for future in done:
                 key = pending.pop(future)
-                runs[key] = future.result()
+                runs[key] = {**future.result(), "settings": dataclasses.asdict(settings)}
                 record(key, runs[key], args.log)
             submit_ready()
     meta = {

@@ -85,5 +85,7 @@ def test_each_kind_runs_and_reports_success_after_every_round(bench: ModuleType)
     ippo = bench.run(tiny, 1, "ippo", 0)
     assert [len(ippo["success_at_k"][str(k)]) for k in (1, 2, 3)] == [2, 2, 2]
     assert ippo["env_steps"] >= 6 and ippo["training_executions"] == ippo["env_steps"]
+    assert 0.0 <= ippo["team_agrees_with_solver"] <= ippo["agent_agrees_with_solver"] <= 1.0
     cloned = bench.run(tiny, 1, "bc_only", 0, clone_seconds=0.5)
     assert cloned["env_steps"] == 0 and cloned["train_s"] >= 0.5
+    assert [len(cloned["cloned"]["success_at_k"][str(k)]) for k in (1, 2, 3)] == [2, 2, 2]
