@@ -12,7 +12,9 @@ executions, :func:`~orchestrl.envs.orchestration.solver.answer_at`) runs ``k`` p
   search the warm start clones spends per task (its budget is the level's ``solver.BUDGET``);
 - ``lemon`` and ``ippo`` (the independent-learner control): the solver cloned in (``warm_start``),
   then PPO for ``iterations * batch`` env steps on the training split, 3 rounds per episode; the
-  greedy team's ``team_success_at_k`` (its spec after round k, k = 1..3), ``training_executions``
+  greedy team's ``team_success_at_k`` (its answer after k rounds, k = 1..3, chosen among its specs
+  so far as ``solver_k`` chooses among its plans: the first that held every example row, else the
+  one that held the most; ``last_round_success_at_k`` is round k's spec alone), ``training_executions``
   (env rounds plus lemon's counterfactual replays; the warm start's expert executions are
   ``expert_executions_per_task`` times its episodes, the same for every kind) and
   ``seconds_per_plan`` (one 3-round episode, inference and executions), and how often the greedy
@@ -202,32 +204,45 @@ def team_evaluation(trainer: Any, ppo: Any, settings: Settings, level: int) -> d
     )
     kwargs = {"level": level, "rounds": ROUNDS, "split": "heldout"}
     env = RegisteredEnv(env_config("orchestration", kwargs, bool(ppo.env_config.get("agent_id_in_obs"))))
-    per_round: list[list[float]] = []
+    per_round: list[list[float]] = []  # the spec of each round
+    answers: list[list[float]] = []  # the answer after k rounds, chosen as solver_k chooses
     seconds: list[float] = []
     agree: list[list[bool]] = []  # per task, per agent: its first action is the solver's, whole
     try:
         for task in range(settings.heldout_tasks):
             started = time.perf_counter()
             obs, _ = env.reset(seed=task)
-            hits, first = [], None
+            hits, held, first = [], [], None
             for _ in range(ROUNDS):
                 actions = policy.act(obs)
                 first = actions if first is None else first
                 obs, _, _, _, infos = env.step(actions)
-                hits.append(next(float(i["success"]) for i in infos.values() if "success" in i))
+                info = next(i for i in infos.values() if "success" in i)
+                hits.append(float(info["success"]))
+                held.append(float(info["examples_held"]))
             per_round.append(hits)
+            answers.append([hits[answer_round(held[:k])] for k in range(1, ROUNDS + 1)])
             seconds.append(time.perf_counter() - started)
             expert = expert_of(env)()  # the same task's solver plan (after the clock: not the team's cost)
             agree.append([bool(np.array_equal(first[a], expert[a])) for a in sorted(first)])
     finally:
         env.close()
-    table, agreed = np.array(per_round), np.array(agree)
+    table, chosen, agreed = np.array(per_round), np.array(answers), np.array(agree)
     return {
-        "success_at_k": {str(k): table[:, k - 1].tolist() for k in range(1, ROUNDS + 1)},
+        "success_at_k": {str(k): chosen[:, k - 1].tolist() for k in range(1, ROUNDS + 1)},
+        "last_round_success_at_k": {str(k): table[:, k - 1].tolist() for k in range(1, ROUNDS + 1)},
         "seconds_per_plan": float(np.mean(seconds)),
         "agent_agrees_with_solver": float(agreed.mean()),
         "team_agrees_with_solver": float(agreed.all(axis=1).mean()),
     }
+
+
+def answer_round(held: list[float]) -> int:
+    """The round whose spec answers after ``len(held)`` rounds, by the rule ``solver_k`` answers by
+    (:func:`~orchestrl.envs.orchestration.solver.answer_at`): the first that held every example
+    row, else the first that held the most. Public feedback only."""
+    full = next((r for r, share in enumerate(held) if share >= 1.0), None)
+    return full if full is not None else int(np.argmax(held))
 
 
 def solver_run(settings: Settings, level: int) -> dict[str, Any]:

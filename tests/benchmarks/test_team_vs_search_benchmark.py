@@ -75,6 +75,17 @@ def test_the_report_is_rebuilt_from_logged_runs_with_the_solver_at_the_same_k(
     assert json.loads((tmp_path / "out" / "team_vs_search.json").read_text())["levels"] == report["levels"]
 
 
+@pytest.mark.parametrize(
+    ("held", "chosen"),
+    [([0.5, 1.0, 1.0], 1), ([1.0, 0.2], 0), ([0.2, 0.8, 0.5], 1), ([0.0, 0.0], 0), ([0.4], 0)],
+)
+def test_a_team_answers_after_k_rounds_as_solver_k_answers_after_k_executions(
+    bench: ModuleType, held: list[float], chosen: int
+) -> None:
+    """The first round whose output held every example row, else the first that held the most."""
+    assert bench.answer_round(held) == chosen
+
+
 def test_each_kind_runs_and_reports_success_after_every_round(bench: ModuleType) -> None:
     """Level 1, a handful of tasks: the solver, a team after one PPO update, and cloning continued."""
     tiny = dataclasses.replace(
@@ -84,6 +95,7 @@ def test_each_kind_runs_and_reports_success_after_every_round(bench: ModuleType)
     assert solver["success_at_k"]["1"] == [1.0, 1.0] and solver["expert_executions_per_task"] >= 1
     ippo = bench.run(tiny, 1, "ippo", 0)
     assert [len(ippo["success_at_k"][str(k)]) for k in (1, 2, 3)] == [2, 2, 2]
+    assert ippo["success_at_k"]["1"] == ippo["last_round_success_at_k"]["1"]  # one round: no choice
     assert ippo["env_steps"] >= 6 and ippo["training_executions"] == ippo["env_steps"]
     assert 0.0 <= ippo["team_agrees_with_solver"] <= ippo["agent_agrees_with_solver"] <= 1.0
     cloned = bench.run(tiny, 1, "bc_only", 0, clone_seconds=0.5)

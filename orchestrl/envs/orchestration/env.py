@@ -269,10 +269,12 @@ class OrchestrationEnv(ParallelEnv):
         rewards = dict.fromkeys(agents, float(reward))
         terminations = dict.fromkeys(agents, done)
         truncations = dict.fromkeys(agents, False)
+        found = team.get("examples_found", ())
         info: dict[str, Any] = {
             "round": self._round,
             "score": score.total,
             "success": score.success,
+            "examples_held": float(np.mean([n >= 1 for n in found])) if found else 0.0,
             "valid": spec is not None,
         }
         if errors:

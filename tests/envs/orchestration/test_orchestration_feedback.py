@@ -92,7 +92,8 @@ def test_every_agent_sees_every_node_on_the_board_after_a_round() -> None:
     cut = env.builder.offsets()["board"]
     width = BOARD_NODE + MAX_EXAMPLES
     assert not any(o[OBS_KEY][cut].any() for o in first.values())  # nothing on it before a round
-    obs, *_ = env.step(env.expert_actions())
+    obs, *_, infos = env.step(env.expert_actions())
+    assert all(i["success"] == i["examples_held"] == 1.0 for i in infos.values())
     boards = [o[OBS_KEY][cut].reshape(env.layout.agents, width) for o in obs.values()]
     for other in boards[1:]:
         np.testing.assert_array_equal(other, boards[0])
