@@ -93,6 +93,10 @@ from typing import Any
 
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import run_log
+
 ALGORITHMS = ("ippo", "mappo", "coma", "coma_cv", "lemon", "lemon_gae")
 REPLAY_FREE = "lemon_gae"
 """lemon without replay (``advantage: gae``): the same runs, seeds and settings minus the replays."""
@@ -627,13 +631,7 @@ def record_run(key: tuple[str, str, int], run: dict[str, Any], log: Path | None)
     still training)."""
     curve = {k: [round(v, 3) for v in vs] for k, vs in run["curves"].items()}
     print("{} {} seed {}: ".format(*key) + f"{curve} ({run['wall_s']:.0f} s)", file=sys.stderr, flush=True)
-    line = f"{RUN_LINE} {json.dumps([*key, run])}"
-    print(line, file=sys.stderr, flush=True)
-    if log is not None:
-        with log.open("a") as f:
-            f.write(line + "\n")
-            f.flush()
-            os.fsync(f.fileno())
+    run_log.append(RUN_LINE, [*key, run], log)
 
 
 def write_results(
@@ -683,18 +681,13 @@ def read_runs(logs: list[Path]) -> dict[tuple[str, str, int], dict[str, Any]]:
     env, algorithm (``ALGORITHMS`` order) and seed; a later log's run replaces an earlier one's."""
     order = [*ALGORITHMS, *LEMON_VARIANTS]
     runs: dict[tuple[str, str, int], dict[str, Any]] = {}
-    for log in logs:
-        for number, line in enumerate(log.read_text().splitlines(), start=1):
-            if not line.startswith(RUN_LINE + " "):
-                continue
-            try:
-                env, algo, seed, run = json.loads(line[len(RUN_LINE) + 1 :])
-            except ValueError:
-                message = f"{log}:{number}: a {RUN_LINE} line that is not [env, algo, seed, run]"
-                raise SystemExit(message) from None
-            if algo not in order:
-                raise SystemExit(f"{log}:{number}: unknown algorithm {algo!r}")
-            runs[(env, algo, int(seed))] = run
+    for log, number, payload in run_log.entries(logs, RUN_LINE, "env, algo, seed, run"):
+        if len(payload) != 4:
+            raise SystemExit(f"{log}:{number}: a {RUN_LINE} line that is not [env, algo, seed, run]")
+        env, algo, seed, run = payload
+        if algo not in order:
+            raise SystemExit(f"{log}:{number}: unknown algorithm {algo!r}")
+        runs[(env, algo, int(seed))] = run
     return dict(sorted(runs.items(), key=lambda kv: (kv[0][0], order.index(kv[0][1]), kv[0][2])))
 
 

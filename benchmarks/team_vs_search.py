@@ -54,6 +54,9 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import run_log
 
 ROUNDS = 3
 """Rounds per team episode: one scored execution each, so k = 1..3 compares with ``solver_k``."""
@@ -124,12 +127,11 @@ def run(settings: Settings, level: int, kind: str, seed: int, clone_seconds: flo
     """One run (in a worker process): the solver's figures, or one team trained and evaluated."""
     if kind == "solver":
         return solver_run(settings, level)
+    from credit import COST_KEYS, sample
+
     from orchestrl.experiment.builder import build_ppo_config
     from orchestrl.experiment.config import validate_config
     from orchestrl.training.inprocess import InProcessTrainer
-
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from credit import COST_KEYS, sample
 
     started = time.perf_counter()
     ppo = build_ppo_config(validate_config(experiment(settings, level, kind, seed)))
@@ -346,31 +348,14 @@ def summarise(runs: dict[tuple[int, str, int], dict[str, Any]]) -> dict[str, Any
 def read_runs(logs: list[Path]) -> dict[tuple[int, str, int], dict[str, Any]]:
     """(level, kind, seed) -> run from the :data:`RUN_LINE` lines of ``logs`` (a later line wins)."""
     runs: dict[tuple[int, str, int], dict[str, Any]] = {}
-    for log in logs:
-        for number, line in enumerate(log.read_text().splitlines(), start=1):
-            if not line.startswith(RUN_LINE + " "):
-                continue
-            try:
-                level, kind, seed, result = json.loads(line[len(RUN_LINE) + 1 :])
-            except ValueError:
-                raise SystemExit(
-                    f"{log}:{number}: a {RUN_LINE} line that is not [level, kind, seed, run]"
-                ) from None
-            if kind not in KINDS:
-                raise SystemExit(f"{log}:{number}: unknown kind {kind!r} (known: {', '.join(KINDS)})")
-            runs[(int(level), kind, int(seed))] = result
+    for log, number, payload in run_log.entries(logs, RUN_LINE, "level, kind, seed, run"):
+        if len(payload) != 4 or payload[1] not in KINDS:
+            raise SystemExit(
+                f"{log}:{number}: not [level, kind, seed, run] with a kind of {', '.join(KINDS)}"
+            )
+        level, kind, seed, result = payload
+        runs[(int(level), kind, int(seed))] = result
     return runs
-
-
-def record(key: tuple[int, str, int], result: dict[str, Any], log: Path | None) -> None:
-    """Prints a finished run's line and appends it to ``log`` (flushed and synced)."""
-    line = f"{RUN_LINE} {json.dumps([*key, result])}"
-    print(line, file=sys.stderr, flush=True)
-    if log is not None:
-        with log.open("a") as f:
-            f.write(line + "\n")
-            f.flush()
-            os.fsync(f.fileno())
 
 
 def write_report(runs: dict[tuple[int, str, int], dict[str, Any]], meta: dict[str, Any], out: Path) -> dict:
@@ -471,7 +456,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             for future in done:
                 key = pending.pop(future)
                 runs[key] = {**future.result(), "settings": dataclasses.asdict(settings)}
-                record(key, runs[key], args.log)
+                run_log.append(RUN_LINE, [*key, runs[key]], args.log)
             submit_ready()
     meta = {
         "command": command,

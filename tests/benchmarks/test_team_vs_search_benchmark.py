@@ -101,3 +101,14 @@ def test_each_kind_runs_and_reports_success_after_every_round(bench: ModuleType)
     cloned = bench.run(tiny, 1, "bc_only", 0, clone_seconds=0.5)
     assert cloned["env_steps"] == 0 and cloned["train_s"] >= 0.5
     assert [len(cloned["cloned"]["success_at_k"][str(k)]) for k in (1, 2, 3)] == [2, 2, 2]
+
+
+@pytest.mark.parametrize("payload", ["{not json", '[4, "qmix", 0, {}]', '{"level": 4}'])
+def test_a_bad_logged_line_exits_naming_its_file_and_line(
+    bench: ModuleType, tmp_path: Path, payload: str
+) -> None:
+    log = tmp_path / "runs.log"
+    log.write_text(f"noise\nteam-vs-search-run {payload}\n")
+    with pytest.raises(SystemExit, match=r"runs\.log:2: "):
+        bench.main(["--summarise", str(log), "--out", str(tmp_path / "out")])
+    assert not (tmp_path / "out").exists()
