@@ -21,8 +21,8 @@ executions, :func:`~orchestrl.envs.orchestration.solver.answer_at`) runs ``k`` p
   first-round action equals the solver's (``agent_agrees_with_solver``, per agent, the figure the
   env's linear probe reports; ``team_agrees_with_solver``, every agent at once);
 - ``bc_only``: the same warm start, then cloning continued (more expert episodes on new training
-  tasks, cloned on everything gathered) for as long as that seed's ``lemon`` run trained: the
-  fair-comparisons control for "RL added something cloning would not have". Its run also
+  tasks, an epoch on everything gathered after each few) for as long as that seed's ``lemon`` run
+  trained: the fair-comparisons control for "RL added something cloning would not have". Its run also
   evaluates the cloned start before cloning on (``cloned_success_at_k``): where every kind begins.
 
 Each finished run prints one line (``team-vs-search-run [level, kind, seed, run]``, the run's
@@ -168,9 +168,10 @@ def run(settings: Settings, level: int, kind: str, seed: int, clone_seconds: flo
 
 
 def continue_cloning(trainer: Any, seconds: float) -> float:
-    """Cloning continued for ``seconds``: each pass gathers the warm start's number of expert
-    episodes on training tasks not seen yet and clones on everything gathered so far (the warm
-    start's settings); returns the seconds spent."""
+    """Cloning continued for ``seconds``: each short pass gathers a twentieth of the warm start's
+    expert episodes, on training tasks not seen yet, and clones one epoch on everything gathered
+    so far (the warm start's batch size and learning rate), so the last pass ends close to the
+    budget; returns the seconds spent."""
     from orchestrl.algorithms.behaviour_cloning import (
         clone_actors,
         configured_warm_start,
@@ -178,16 +179,18 @@ def continue_cloning(trainer: Any, seconds: float) -> float:
     )
 
     hook = configured_warm_start(trainer.config)
-    settings, started = hook.settings, time.perf_counter()
+    started = time.perf_counter()
+    chunk = max(1, hook.settings.episodes // 20)
+    one_epoch = hook.settings.model_copy(update={"epochs": 1})
     modules = {mid: m.unwrapped() for mid, m in trainer.learner.module.items()}
     demos: dict[str, Any] | None = None
+    first = hook.seed + hook.settings.episodes  # the warm start cloned hook.seed + 0..episodes-1
     passes = 0
     while time.perf_counter() - started < seconds:
-        passes += 1
-        first = hook.seed + passes * settings.episodes  # the warm start cloned hook.seed + 0..episodes-1
-        more = expert_demonstrations(hook.env_config, settings.episodes, seed=first)
+        more = expert_demonstrations(hook.env_config, chunk, seed=first + passes * chunk)
         demos = more if demos is None else {a: demos[a].extended(more[a]) for a in demos}
-        clone_actors(modules, demos, hook.agent_to_module, settings, hook.seed + passes)
+        passes += 1
+        clone_actors(modules, demos, hook.agent_to_module, one_epoch, hook.seed + passes)
     trainer.sync_weights()
     return time.perf_counter() - started
 
@@ -366,6 +369,13 @@ def write_report(runs: dict[tuple[int, str, int], dict[str, Any]], meta: dict[st
     return report
 
 
+def clone_budget(level: int, seed: int, known: dict[tuple[int, str, int], dict[str, Any]]) -> float | None:
+    """How long ``bc_only`` clones on: the training seconds of the same level and seed's ``lemon``
+    run among ``known`` runs (this invocation's or a log's); None while there is none."""
+    lemon = known.get((level, "lemon", seed))
+    return float(lemon["train_s"]) if lemon is not None else None
+
+
 # ------------------------------------------------------------------------------ main
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -441,14 +451,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         def submit_ready() -> None:
             for key in list(todo):
                 level, kind, seed = key
-                budget = 0.0
-                if kind == "bc_only":  # clones for as long as its seed's lemon run trained
-                    lemon = runs.get((level, "lemon", seed))
-                    if lemon is None and "lemon" in args.kinds:
-                        continue
-                    budget = lemon["train_s"] if lemon is not None else 0.0
+                budget = clone_budget(level, seed, {**logged, **runs}) if kind == "bc_only" else 0.0
+                if budget is None and "lemon" in args.kinds:
+                    continue  # its seed's lemon run is still training
                 todo.remove(key)
-                pending[pool.submit(run, settings, level, kind, seed, budget)] = key
+                pending[pool.submit(run, settings, level, kind, seed, budget or 0.0)] = key
 
         submit_ready()
         while pending:

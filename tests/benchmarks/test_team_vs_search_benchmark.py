@@ -75,6 +75,12 @@ def test_the_report_is_rebuilt_from_logged_runs_with_the_solver_at_the_same_k(
     assert json.loads((tmp_path / "out" / "team_vs_search.json").read_text())["levels"] == report["levels"]
 
 
+def test_cloning_continued_runs_as_long_as_its_seed_s_lemon_trained(bench: ModuleType) -> None:
+    known = {(4, "lemon", 0): {"train_s": 161.5}, (4, "lemon", 1): {"train_s": 90.0}, (3, "ippo", 0): {}}
+    assert bench.clone_budget(4, 0, known) == 161.5 and bench.clone_budget(4, 1, known) == 90.0
+    assert bench.clone_budget(3, 0, known) is None  # no lemon run of that level and seed yet
+
+
 @pytest.mark.parametrize(
     ("held", "chosen"),
     [([0.5, 1.0, 1.0], 1), ([1.0, 0.2], 0), ([0.2, 0.8, 0.5], 1), ([0.0, 0.0], 0), ([0.4], 0)],
