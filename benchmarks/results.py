@@ -1104,7 +1104,7 @@ def team_vs_search_section(d: dict[str, Any]) -> list[str]:
             at = v["cloned_success_at_k"]
             rows.append(
                 [
-                    "the cloned start (every team's)",
+                    "the cloned start (ippo's modules, before RL)",
                     *(team(at[k]) for k in ks),
                     "—",
                     "—",
@@ -1148,9 +1148,11 @@ def team_vs_search_section(d: dict[str, Any]) -> list[str]:
             "",
         ]
     return [
-        "Held-out success at the same number of scored executions: a team's spec after round k (one "
+        "Held-out success at the same number of scored executions: a team's answer after k rounds (one "
         "execution per round) against the solver's search stopped after k executions, on the same "
-        "held-out tasks. Teams: IQM over seeds [95% bootstrap CI] (one seed: its value alone); the "
+        "held-out tasks; each answers by the same rule, public feedback only (the first spec or plan "
+        "that held every example row, else the one that held the most). Teams: IQM over seeds "
+        "[95% bootstrap CI] (one seed: its value alone); the "
         "solver: mean over tasks [95% bootstrap CI over tasks]. Every team starts from the solver "
         "cloned on the same training tasks; cloning continued runs as long as lemon trained. "
         "Training executions are env rounds plus lemon's replays; the executions of the search whose "

@@ -23,7 +23,8 @@ executions, :func:`~orchestrl.envs.orchestration.solver.answer_at`) runs ``k`` p
 - ``bc_only``: the same warm start, then cloning continued (more expert episodes on new training
   tasks, an epoch on everything gathered after each few) for as long as that seed's ``lemon`` run
   trained: the fair-comparisons control for "RL added something cloning would not have". Its run also
-  evaluates the cloned start before cloning on (``cloned_success_at_k``): where every kind begins.
+  evaluates the cloned start before cloning on (``cloned_success_at_k``: ippo's modules on the
+  demonstrations every kind clones).
 
 Each finished run prints one line (``team-vs-search-run [level, kind, seed, run]``, the run's
 settings in it) and appends it to ``--log`` (one log per setting); a second invocation with the same
@@ -140,7 +141,7 @@ def run(settings: Settings, level: int, kind: str, seed: int, clone_seconds: flo
     steps, replays, train_s = 0, 0.0, 0.0
     cloned: dict[str, Any] = {}
     try:
-        if kind == "bc_only":  # the cloned start every kind shares, then cloning continued
+        if kind == "bc_only":  # the cloned start (the demonstrations every kind clones), then more
             cloned = team_evaluation(trainer, ppo, settings, level)
             train_s = continue_cloning(trainer, clone_seconds)
         else:
