@@ -681,10 +681,7 @@ def read_runs(logs: list[Path]) -> dict[tuple[str, str, int], dict[str, Any]]:
     env, algorithm (``ALGORITHMS`` order) and seed; a later log's run replaces an earlier one's."""
     order = [*ALGORITHMS, *LEMON_VARIANTS]
     runs: dict[tuple[str, str, int], dict[str, Any]] = {}
-    for log, number, payload in run_log.entries(logs, RUN_LINE, "env, algo, seed, run"):
-        if len(payload) != 4:
-            raise SystemExit(f"{log}:{number}: a {RUN_LINE} line that is not [env, algo, seed, run]")
-        env, algo, seed, run = payload
+    for log, number, (env, algo, seed, run) in run_log.entries(logs, RUN_LINE, "env, algo, seed, run"):
         if algo not in order:
             raise SystemExit(f"{log}:{number}: unknown algorithm {algo!r}")
         runs[(env, algo, int(seed))] = run

@@ -26,8 +26,8 @@ def append(tag: str, payload: list[Any], log: Path | None) -> None:
 
 def entries(logs: list[Path], tag: str, fields: str) -> Iterator[tuple[Path, int, list[Any]]]:
     """(log, line number, payload) of every ``tag`` line of ``logs``, in order; other lines are
-    skipped. A tagged line that is not a JSON list exits naming the file, the line and ``fields``
-    (what the list holds)."""
+    skipped. A tagged line that is not a JSON list of the comma-separated ``fields`` exits naming
+    the file, the line and the fields."""
     for log in logs:
         for number, line in enumerate(log.read_text().splitlines(), start=1):
             if not line.startswith(tag + " "):
@@ -36,6 +36,6 @@ def entries(logs: list[Path], tag: str, fields: str) -> Iterator[tuple[Path, int
                 payload = json.loads(line[len(tag) + 1 :])
             except ValueError:
                 payload = None
-            if not isinstance(payload, list):
+            if not isinstance(payload, list) or len(payload) != len(fields.split(",")):
                 raise SystemExit(f"{log}:{number}: a {tag} line that is not [{fields}]")
             yield log, number, payload

@@ -255,7 +255,7 @@ def solver_run(settings: Settings, level: int) -> dict[str, Any]:
     """``solver_k`` on the held-out tasks: success per task at every k of :data:`AT_K`, seconds for
     k = 3, and the full search's executions per task (what the warm start clones)."""
     from orchestrl.envs.orchestration.env import OrchestrationEnv
-    from orchestrl.envs.orchestration.solver import answer_at
+    from orchestrl.envs.orchestration.solver import BUDGET, answer_at
 
     started = time.perf_counter()
     env = OrchestrationEnv(level=level, rounds=1, split="heldout")
@@ -267,8 +267,8 @@ def solver_run(settings: Settings, level: int) -> dict[str, Any]:
             clock = time.perf_counter()  # first, while no node of this task is cached
             env.search_trace(ROUNDS)
             seconds.append(time.perf_counter() - clock)
-            executions.append(env.solution().executions)
-            trace = env.search_trace(max(AT_K))
+            trace = env.search_trace(max(BUDGET[level], *AT_K))  # one search serves every k
+            executions.append(min(len(trace), BUDGET[level]))  # what the solver itself spends
             scored: dict[int, float] = {}
             for k in AT_K:
                 answer = answer_at(trace, k)
@@ -352,12 +352,9 @@ def summarise(runs: dict[tuple[int, str, int], dict[str, Any]]) -> dict[str, Any
 def read_runs(logs: list[Path]) -> dict[tuple[int, str, int], dict[str, Any]]:
     """(level, kind, seed) -> run from the :data:`RUN_LINE` lines of ``logs`` (a later line wins)."""
     runs: dict[tuple[int, str, int], dict[str, Any]] = {}
-    for log, number, payload in run_log.entries(logs, RUN_LINE, "level, kind, seed, run"):
-        if len(payload) != 4 or payload[1] not in KINDS:
-            raise SystemExit(
-                f"{log}:{number}: not [level, kind, seed, run] with a kind of {', '.join(KINDS)}"
-            )
-        level, kind, seed, result = payload
+    for log, number, (level, kind, seed, result) in run_log.entries(logs, RUN_LINE, "level, kind, seed, run"):
+        if kind not in KINDS:
+            raise SystemExit(f"{log}:{number}: unknown kind {kind!r} (known: {', '.join(KINDS)})")
         runs[(int(level), kind, int(seed))] = result
     return runs
 

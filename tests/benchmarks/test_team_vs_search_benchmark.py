@@ -109,7 +109,7 @@ def test_each_kind_runs_and_reports_success_after_every_round(bench: ModuleType)
     assert [len(cloned["cloned"]["success_at_k"][str(k)]) for k in (1, 2, 3)] == [2, 2, 2]
 
 
-@pytest.mark.parametrize("payload", ["{not json", '[4, "qmix", 0, {}]', '{"level": 4}'])
+@pytest.mark.parametrize("payload", ["{not json", '[4, "qmix", 0, {}]', '{"level": 4}', '[4, "lemon", 0]'])
 def test_a_bad_logged_line_exits_naming_its_file_and_line(
     bench: ModuleType, tmp_path: Path, payload: str
 ) -> None:

@@ -53,7 +53,7 @@ def board(
     )
 
 
-def rows_in(
+def _rows_in(
     spec: OrchestrationSpec, execution: Execution, node_id: str, sources: Mapping[str, pd.DataFrame]
 ) -> int:
     """Rows of a node's first input: a source table, or an earlier node's output."""
@@ -76,7 +76,7 @@ def _report(
     frame = execution.node_output(node_id)
     return NodeReport(
         "ok",
-        rows_ratio=run.rows / max(rows_in(spec, execution, node_id, sources), 1),
+        rows_ratio=run.rows / max(_rows_in(spec, execution, node_id, sources), 1),
         schema_match=schema_progress(list(run.columns), target_columns),
         survived=survived(frame, target_columns, examples) if frame is not None else (),
         is_output=is_output,

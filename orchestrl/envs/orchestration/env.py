@@ -47,7 +47,7 @@ from pettingzoo import ParallelEnv
 
 from orchestrl.envs.counterfactual import CounterfactualOutcome, Edit, EditFamily, EditNotApplicable
 from orchestrl.envs.orchestration.actions import ActionLayout, MaskedMultiDiscrete, agent_id
-from orchestrl.envs.orchestration.board import board, rows_in
+from orchestrl.envs.orchestration.board import board
 from orchestrl.envs.orchestration.edits import CounterfactualResult, apply_edit
 from orchestrl.envs.orchestration.executor import Execution, Executor, NodeCache
 from orchestrl.envs.orchestration.features import CLIP, Feedback, ObservationBuilder, feedback_kind
@@ -534,17 +534,15 @@ class OrchestrationEnv(ParallelEnv):
         own = tuple(action) if action is not None else None
         if spec is None or execution is None:
             return Feedback("invalid", action=own, **team)
-        run = execution.nodes.get(agent)
-        if run is None:
+        report = team["board"][self.possible_agents.index(agent)]  # its own line on the board
+        if report is None:
             return Feedback("idle", action=own, **team)
-        rows = rows_in(spec, execution, agent, self.task.public.sources)
+        run = execution.nodes[agent]
         return Feedback(
             kind="upstream" if run.status == "skipped" else feedback_kind(run.kind),
-            rows_ratio=(run.rows / max(rows, 1)) if run.status == "ok" else 1.0,
-            schema_match=schema_progress(list(run.columns), self._target_columns)
-            if run.status == "ok"
-            else 0.0,
-            is_output=agent == spec.output_id,
+            rows_ratio=report.rows_ratio,
+            schema_match=report.schema_match,
+            is_output=report.is_output,
             action=own,
             **team,
         )

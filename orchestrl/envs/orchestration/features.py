@@ -267,9 +267,8 @@ class ObservationBuilder:
             out[slot, 4] = math.log(max(report.rows_ratio, 1e-3)) / 3.0
             out[slot, 5] = report.schema_match
             out[slot, 6] = float(report.is_output)
-            out[slot, BOARD_NODE : BOARD_NODE + len(report.survived[:MAX_EXAMPLES])] = report.survived[
-                :MAX_EXAMPLES
-            ]
+            survived = report.survived[:MAX_EXAMPLES]
+            out[slot, BOARD_NODE : BOARD_NODE + len(survived)] = survived
         return out.reshape(-1)
 
     def _feedback(self, fb: Feedback | None) -> np.ndarray:
