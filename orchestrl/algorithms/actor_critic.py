@@ -9,11 +9,19 @@ One class, two switches (in the spirit of TorchRL's ``MultiAgentMLP(centralised=
 - Observations are a flat ``Box``, or a ``Dict`` with ``observations`` and a factorised 0/1
   ``action_mask`` (one slice per ``MultiDiscrete`` component): masked logits are pushed to a large
   negative number so invalid choices are never sampled and get no gradient.
+- ``option_rows`` (:class:`OptionRows`): one component is chosen *given* another, by scoring a row
+  of features per option with one shared network (a pointer, Vinyals et al. 2015): one softmax over
+  the (given value, option) pairs, sampled autoregressively, pi(a | o) = pi(a_g | o) pi(a_c | o, a_g)
+  (as AlphaStar's heads are; Vinyals et al. 2019). Acting samples a_g first and returns a_c's logits
+  for it; training scores them for the action in the batch, so the distribution's inputs always
+  hold the conditional that was (or would be) sampled from.
 """
 
 from __future__ import annotations
 
 import itertools
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import gymnasium as gym
@@ -56,12 +64,39 @@ def flat_obs_dim(space: gym.Space) -> int:
     return int(np.prod(space.shape))
 
 
+@dataclass(frozen=True)
+class OptionRows:
+    """Where the observation lists, for each value ``v >= first`` of component ``given``, one row of
+    ``width`` features per value of component ``component`` (from index ``start`` of the flat
+    observation, ``v`` major). Values of ``given`` below ``first`` have no rows (their
+    ``component`` choice does not matter: an idle agent's duty)."""
+
+    given: int
+    component: int
+    first: int
+    start: int
+    width: int
+
+    @classmethod
+    def parse(cls, value: Mapping[str, int] | None) -> OptionRows | None:
+        return None if value is None else cls(**{k: int(v) for k, v in value.items()})
+
+    def size(self, lens: list[int]) -> int:
+        return (lens[self.given] - self.first) * lens[self.component] * self.width
+
+
 def action_logit_lens(space: gym.Space) -> list[int]:
     if isinstance(space, gym.spaces.Discrete):
         return [int(space.n)]
     if isinstance(space, gym.spaces.MultiDiscrete):
         return [int(n) for n in space.nvec.reshape(-1)]
     raise ValueError(f"actor-critic modules need Discrete or MultiDiscrete actions, got {space}")
+
+
+def _inputs(batch: dict[str, Any]) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """The policy-visible observation (float) and its action mask (None without one)."""
+    obs = batch[Columns.OBS]
+    return (obs[OBS_KEY].float(), obs[MASK_KEY]) if isinstance(obs, dict) else (obs.float(), None)
 
 
 class ActorCriticModule(TorchRLModule, ValueFunctionAPI, InferenceOnlyAPI):
@@ -71,7 +106,7 @@ class ActorCriticModule(TorchRLModule, ValueFunctionAPI, InferenceOnlyAPI):
     ``activation``, ``critic`` ("local" | "central"), ``state_dim`` (int, central only),
     ``candidate_features`` (int | None: the observation ends with one row of that many features
     per choice of a one-component action; the actor scores each row, with the part before the
-    rows, by one shared MLP).
+    rows, by one shared MLP), ``option_rows`` (a mapping of :class:`OptionRows`' fields, or None).
     """
 
     def setup(self) -> None:
@@ -81,7 +116,10 @@ class ActorCriticModule(TorchRLModule, ValueFunctionAPI, InferenceOnlyAPI):
         self.logit_lens = action_logit_lens(self.action_space)
         obs_dim = flat_obs_dim(self.observation_space)
         self.row_features = cfg.get("candidate_features")
-        if self.row_features:
+        self.option_rows = OptionRows.parse(cfg.get("option_rows"))
+        if self.option_rows:
+            self._build_option_actor(obs_dim, hidden, activation)
+        elif self.row_features:
             self.context_dim = obs_dim - self.logit_lens[0] * int(self.row_features)
             if len(self.logit_lens) != 1 or self.context_dim < 0:
                 raise ValueError(
@@ -98,13 +136,109 @@ class ActorCriticModule(TorchRLModule, ValueFunctionAPI, InferenceOnlyAPI):
             critic_in = int(cfg["state_dim"]) if self.critic_kind == "central" else obs_dim
             self.critic = mlp([critic_in, *(cfg.get("critic_hidden") or hidden), 1], activation)
 
+    def _build_option_actor(self, obs_dim: int, hidden: list[int], activation: str) -> None:
+        rows, lens = self.option_rows, self.logit_lens
+        if (
+            len(lens) < 2
+            or not 0 <= rows.given < len(lens)
+            or not 0 <= rows.component < len(lens)
+            or rows.given == rows.component
+            or not 0 <= rows.first < lens[rows.given]
+            or rows.start < 0
+            or rows.start + rows.size(lens) > obs_dim
+        ):
+            raise ValueError(
+                f"model option_rows {rows} do not fit a {len(lens)}-component action {lens} and an "
+                f"observation of {obs_dim} values"
+            )
+        width, blocks = hidden[-1], lens[rows.given] - rows.first
+        # the trunk reads the observation without the table, and each block's rows pooled (mean
+        # and max): what it sees does not depend on the order the rows are listed in
+        trunk_in = obs_dim - rows.size(lens) + 2 * blocks * rows.width
+        trunk = mlp([trunk_in, *hidden], activation)
+        trunk.append(_ACTIVATIONS[activation]())
+        heads = nn.Linear(width, sum(lens) - lens[rows.component])
+        nn.init.orthogonal_(heads.weight, gain=0.01)
+        nn.init.zeros_(heads.bias)
+        scorer = mlp([width + rows.width + blocks, width, 1], activation, out_gain=0.01)
+        self.actor = nn.ModuleDict({"trunk": trunk, "heads": heads, "scorer": scorer})
+
     # -- actor ------------------------------------------------------------------------------------
-    def _logits(self, batch: dict[str, Any]) -> torch.Tensor:
-        obs = batch[Columns.OBS]
-        if isinstance(obs, dict):
-            logits = self._actor(obs[OBS_KEY].float())
-            return logits.masked_fill(obs[MASK_KEY] < 0.5, MASKED_LOGIT)
-        return self._actor(obs.float())
+    def _logits(self, batch: dict[str, Any], given: torch.Tensor | None = None) -> torch.Tensor:
+        """Every component's logits, masked; with ``option_rows``, ``option_rows.component``'s are
+        those given the value ``given`` of ``option_rows.given`` (per row of the batch; None: its
+        most likely value)."""
+        x, mask = _inputs(batch)
+        logits = self._pick(*self._option_parts(x, mask), given) if self.option_rows else self._actor(x)
+        return logits if mask is None else logits.masked_fill(mask < 0.5, MASKED_LOGIT)
+
+    def _option_parts(self, x: torch.Tensor, mask: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
+        """One softmax over (given value, option) pairs, factorised: with a_g from the heads and
+        s(g, j) the scorer's value for row j of block g,
+
+            pi(g) ∝ exp(a_g) * sum_j exp(s(g, j)),   pi(j | g) = softmax_j s(g, j),
+
+        so pi(g, j) ∝ exp(a_g + s(g, j)). Returns every component's masked logits (the scored
+        component's still zeros) and the scores, (..., blocks, options)."""
+        rows, lens = self.option_rows, self.logit_lens
+        blocks, n = lens[rows.given] - rows.first, lens[rows.component]
+        end = rows.start + rows.size(lens)
+        table = x[..., rows.start : end].reshape(*x.shape[:-1], blocks, n, rows.width)
+        pooled = torch.cat([table.mean(-2), table.amax(-2)], dim=-1).flatten(-2)
+        h = self.actor["trunk"](torch.cat([x[..., : rows.start], x[..., end:], pooled], -1))
+        block_id = torch.eye(blocks, dtype=h.dtype, device=h.device).expand(*h.shape[:-1], blocks, blocks)
+        scorer_in = torch.cat(
+            [
+                h[..., None, None, :].expand(*h.shape[:-1], blocks, n, h.shape[-1]),
+                table,
+                block_id.unsqueeze(-2).expand(*h.shape[:-1], blocks, n, blocks),
+            ],
+            dim=-1,
+        )
+        scores = self.actor["scorer"](scorer_in).squeeze(-1)
+        base = self.actor["heads"](h)
+        at, g_at = sum(lens[: rows.component]), sum(lens[: rows.given])
+        if mask is not None:
+            scores = scores.masked_fill((mask[..., at : at + n] < 0.5).unsqueeze(-2), MASKED_LOGIT)
+        logits = torch.cat([base[..., :at], base.new_zeros(*base.shape[:-1], n), base[..., at:]], dim=-1)
+        mass = torch.cat([base.new_zeros(*base.shape[:-1], rows.first), scores.logsumexp(-1)], dim=-1)
+        pad = (g_at, logits.shape[-1] - g_at - lens[rows.given])
+        logits = logits + nn.functional.pad(mass, pad)
+        return (logits if mask is None else logits.masked_fill(mask < 0.5, MASKED_LOGIT)), scores
+
+    def _pick(self, logits: torch.Tensor, scores: torch.Tensor, given: torch.Tensor | None) -> torch.Tensor:
+        """``logits`` with the scored component's filled in for ``given`` (None: the most likely
+        value); values below ``first`` have no rows (their logits stay zeros)."""
+        rows, lens = self.option_rows, self.logit_lens
+        at, g_at, n = sum(lens[: rows.component]), sum(lens[: rows.given]), lens[rows.component]
+        if given is None:
+            given = logits[..., g_at : g_at + lens[rows.given]].argmax(-1)
+        given = torch.as_tensor(given, device=logits.device).long()
+        index = (given - rows.first).clamp(min=0)
+        chosen = torch.take_along_dim(scores, index[..., None, None], dim=-2).squeeze(-2)
+        chosen = chosen * (given >= rows.first)[..., None].to(chosen.dtype)
+        return torch.cat([logits[..., :at], chosen, logits[..., at + n :]], dim=-1)
+
+    def _act(self, batch: dict[str, Any], explore: bool) -> dict[str, Any]:
+        """``option_rows``: the given component first (sampled, or its most likely value), then every
+        component from the logits for it; the actions, their log-probability and the logits they
+        came from, so RLlib's ``GetActions`` samples nothing again."""
+        rows, lens = self.option_rows, self.logit_lens
+        x, mask = _inputs(batch)
+        logits, scores = self._option_parts(x, mask)
+        g_at = sum(lens[: rows.given])
+        g_logits = logits[..., g_at : g_at + lens[rows.given]]
+        given = TorchCategorical(logits=g_logits).sample() if explore else g_logits.argmax(-1)
+        logits = self._pick(logits, scores, given)
+        if mask is not None:
+            logits = logits.masked_fill(mask < 0.5, MASKED_LOGIT)
+        dist = self._dist_cls().from_logits(logits)
+        actions = dist.sample() if explore else dist.to_deterministic().sample()
+        actions[..., rows.given] = given
+        out = {Columns.ACTIONS: actions, Columns.ACTION_DIST_INPUTS: logits}
+        if explore:
+            out[Columns.ACTION_LOGP] = dist.logp(actions)
+        return out
 
     def _actor(self, x: torch.Tensor) -> torch.Tensor:
         if not self.row_features:
@@ -116,6 +250,19 @@ class ActorCriticModule(TorchRLModule, ValueFunctionAPI, InferenceOnlyAPI):
 
     def _forward(self, batch: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
         return {Columns.ACTION_DIST_INPUTS: self._logits(batch)}
+
+    def _forward_inference(self, batch: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
+        return self._act(batch, explore=False) if self.option_rows else self._forward(batch)
+
+    def _forward_exploration(self, batch: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
+        return self._act(batch, explore=True) if self.option_rows else self._forward(batch)
+
+    def _forward_train(self, batch: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
+        """With ``option_rows`` the rows are scored for the actions in the batch (the ones taken,
+        or the labels being cloned), so ``logp`` of those actions is the factorised one."""
+        actions = batch.get(Columns.ACTIONS) if self.option_rows else None
+        given = None if actions is None else torch.as_tensor(actions)[..., self.option_rows.given]
+        return {Columns.ACTION_DIST_INPUTS: self._logits(batch, given=given)}
 
     def _dist_cls(self):
         if len(self.logit_lens) == 1 and isinstance(self.action_space, gym.spaces.Discrete):

@@ -195,8 +195,15 @@ class SampledActions:
             module = self.modules[self.agent_to_module(agent)]
             batch = {Columns.OBS: tree.map_structure(lambda x: torch.as_tensor(np.asarray(x)[None]), o)}
             with torch.no_grad():
-                logits = module.forward_exploration(batch)[Columns.ACTION_DIST_INPUTS]
-            joint[agent] = module.get_exploration_action_dist_cls().from_logits(logits).sample()[0].numpy()
+                out = module.forward_exploration(batch)
+            sampled = out.get(Columns.ACTIONS)  # a module that samples itself (an autoregressive actor)
+            if sampled is None:
+                sampled = (
+                    module.get_exploration_action_dist_cls()
+                    .from_logits(out[Columns.ACTION_DIST_INPUTS])
+                    .sample()
+                )
+            joint[agent] = sampled[0].numpy()
         return joint
 
 
@@ -238,7 +245,10 @@ def clone_actors(
             order = generator.permutation(len(actions))
             for start in range(0, len(order), settings.batch_size):
                 index = order[start : start + settings.batch_size]
-                batch = {Columns.OBS: tree.map_structure(lambda x, i=index: torch.as_tensor(x[i]), obs)}
+                batch = {
+                    Columns.OBS: tree.map_structure(lambda x, i=index: torch.as_tensor(x[i]), obs),
+                    Columns.ACTIONS: actions[index],  # the labels: what an autoregressive actor conditions on
+                }
                 logits = module.forward_train(batch)[Columns.ACTION_DIST_INPUTS]
                 loss = -dist_cls.from_logits(logits).logp(actions[index]).mean()
                 optimiser.zero_grad()

@@ -30,6 +30,10 @@ class ModelSection(BaseModel):
     one-component action, and the actor scores every row with one shared network (a pointer over
     the options, in the spirit of Vinyals et al. 2015), so what it learns of one slot holds for
     every slot."""
+    option_rows: bool = False
+    """When true, the actor chooses the component the env's observation lists option rows for
+    (``EnvInfo.option_rows``: an orchestration agent's duty, given its role) by scoring each row
+    with one shared network, after the component it depends on (an autoregressive pointer)."""
 
 
 class WarmStartSection(BaseModel):

@@ -58,6 +58,10 @@ def with_actor_critic_modules(
     with ``inference_only=True``, so the learner-only critic stays off the env runners.
     """
     env, model = context.env, context.model
+    if model.option_rows and env.option_rows is None:
+        from orchestrl.errors import ConfigError
+
+        raise ConfigError(f"model.option_rows: env '{env.name}' lays out no option rows in its observation")
     groups = group_agents(env, share_policy)
     model_config = {
         "hidden": list(model.hidden),
@@ -66,6 +70,7 @@ def with_actor_critic_modules(
         "critic": critic,
         "state_dim": state_dim,
         "candidate_features": model.candidate_features,
+        "option_rows": dict(env.option_rows) if model.option_rows else None,
         **(extra_model_config or {}),
     }
     policies = {

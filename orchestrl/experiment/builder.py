@@ -44,6 +44,7 @@ def probe_env(cfg: ExperimentConfig) -> EnvInfo:
             kwargs=dict(cfg.env.kwargs),
             agent_id_in_obs=cfg.env.agent_id_in_obs,
             cache_dir=str(cfg.cache_dir(cfg.env.name)),
+            option_rows=getattr(env.raw_env, "option_rows", None),
         )
     finally:
         env.close()

@@ -16,13 +16,13 @@ from orchestrl.experiment.builder import build_ppo_config
 from orchestrl.experiment.config import ConfigError, validate_config
 
 
-@pytest.mark.parametrize("algo", ["ippo", "lemon"])
-def test_warm_start_clones_the_expert_into_every_actor(algo: str) -> None:
+@pytest.mark.parametrize(("algo", "option_rows"), [("ippo", False), ("lemon", False), ("lemon", True)])
+def test_warm_start_clones_the_expert_into_every_actor(algo: str, option_rows: bool) -> None:
     data = tiny(
         algo,
         "orchestration",
         kwargs={"level": 2, "task_pool": 50},
-        model={"hidden": [128, 128]},
+        model={"hidden": [128, 128], "option_rows": option_rows},
         warm_start={"episodes": 40, "epochs": 60, "batch_size": 64},
     )
     t = trainer(data)
@@ -35,8 +35,16 @@ def test_warm_start_clones_the_expert_into_every_actor(algo: str) -> None:
         fresh = expert_demonstrations(t.config.env_config, 10, seed=1000)
         for agent, demos in fresh.items():
             assert expert_agreement(t.runner.module["shared"], demos).min() >= 0.6, agent
+        if option_rows:  # the actor that picks its own actions also samples and trains through RLlib
+            assert np.isfinite(t.step(60)["shared"]["policy_loss"])
     finally:
         t.stop()
+
+
+def test_option_rows_are_refused_on_an_env_that_lays_out_none() -> None:
+    data = tiny("ippo", "orchestration_planning", kwargs={"task_pool": 4}, model={"option_rows": True})
+    with pytest.raises(ConfigError, match=r"^model\.option_rows: env 'orchestration_planning' lays out no"):
+        build_ppo_config(validate_config(data))
 
 
 @pytest.mark.parametrize("algo", ["ippo", "mappo", "coma", "lemon", "neuromas"])

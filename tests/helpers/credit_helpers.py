@@ -63,6 +63,9 @@ def expert_agreement(module, demos) -> np.ndarray:
     """Per action component: how often the module's greedy action equals the expert's."""
     obs = tree.map_structure(torch.as_tensor, demos.obs)
     with torch.no_grad():
-        logits = module.forward_inference({Columns.OBS: obs})[Columns.ACTION_DIST_INPUTS]
-    greedy = module.get_inference_action_dist_cls().from_logits(logits).to_deterministic().sample()
+        out = module.forward_inference({Columns.OBS: obs})
+    greedy = out.get(Columns.ACTIONS)  # an autoregressive actor chooses its own
+    if greedy is None:
+        dist = module.get_inference_action_dist_cls().from_logits(out[Columns.ACTION_DIST_INPUTS])
+        greedy = dist.to_deterministic().sample()
     return (greedy.numpy() == demos.actions).mean(axis=0)

@@ -46,7 +46,7 @@ import numpy as np
 from pettingzoo import ParallelEnv
 
 from orchestrl.envs.counterfactual import CounterfactualOutcome, Edit, EditFamily, EditNotApplicable
-from orchestrl.envs.orchestration.actions import ActionLayout, MaskedMultiDiscrete, agent_id
+from orchestrl.envs.orchestration.actions import COMPONENTS, ActionLayout, MaskedMultiDiscrete, agent_id
 from orchestrl.envs.orchestration.board import board
 from orchestrl.envs.orchestration.edits import CounterfactualResult, apply_edit
 from orchestrl.envs.orchestration.executor import Execution, Executor, NodeCache
@@ -307,6 +307,19 @@ class OrchestrationEnv(ParallelEnv):
         if self._task is None:
             raise RuntimeError("call reset() first")
         return self._task
+
+    @property
+    def option_rows(self) -> dict[str, int]:
+        """Where the observation lists each role's candidate duties (one row of features per duty,
+        role-major, from the ``candidates`` block): a model can score an agent's ``duty`` row by
+        row given its ``role`` (``model.option_rows``). Role 0 is idle and has no rows."""
+        return {
+            "given": COMPONENTS.index("role"),
+            "component": COMPONENTS.index("duty"),
+            "first": 1,
+            "start": self.builder.offsets()["candidates"].start,
+            "width": self.builder.candidate_width,
+        }
 
     @property
     def last_yaml(self) -> str | None:

@@ -42,6 +42,32 @@ def test_spaces_are_fixed_per_level_and_masks_are_factorised(level: int) -> None
         assert parts[3][-1] == parts[2][-1] == 1.0  # auto input, auto capacity
 
 
+@pytest.mark.parametrize("level", sorted(LEVELS))
+def test_option_rows_point_at_each_role_s_candidate_duties(level: int) -> None:
+    """``option_rows`` (what ``model.option_rows`` scores) is where each role's candidates sit:
+    the row of the duty an agent writes (role value - 1 major, duty minor) is a listed candidate
+    of that role, its base flag the duty's, and rows past a role's list are empty."""
+    env = OrchestrationEnv(level=level)
+    rows = env.option_rows
+    obs, _ = env.reset(seed=2)
+    k = env.layout.duties
+    assert rows["given"] == 0 and rows["component"] == 1 and rows["first"] == 1
+    written = 0
+    for agent, action in reference_actions(env).items():
+        vector = obs[agent][OBS_KEY]
+        table = vector[rows["start"] : rows["start"] + len(ROLES) * k * rows["width"]]
+        table = table.reshape(len(ROLES), k, rows["width"])
+        role, duty = int(action[0]), int(action[1])
+        if role == 0:
+            continue
+        listed = env.task.candidates[ROLES[role - 1]]
+        assert table[role - 1, duty, 0] == 1.0, agent  # present
+        assert table[role - 1, duty, 1] == float(listed[duty].is_base), agent
+        assert not table[role - 1, len(listed) :].any(), agent
+        written += 1
+    assert written >= 1
+
+
 def reference_actions(env: OrchestrationEnv) -> dict[str, np.ndarray]:
     """The actions that write the task's hidden reference (tests only: agents never see it)."""
     return spec_actions(env.task.reference, env.task, env.layout)
