@@ -1104,7 +1104,7 @@ def team_vs_search_section(d: dict[str, Any]) -> list[str]:
             at = v["cloned_success_at_k"]
             rows.append(
                 [
-                    "the cloned start (ippo's modules, before RL)",
+                    "the cloned start (cloning and DAgger, before RL)",
                     *(team(at[k]) for k in ks),
                     "—",
                     "—",
@@ -1114,9 +1114,12 @@ def team_vs_search_section(d: dict[str, Any]) -> list[str]:
         for kind, label in (("lemon", "lemon"), ("ippo", "ippo"), ("bc_only", "cloning continued")):
             if f"{kind}_success_at_k" in v:
                 at, seeds = v[f"{kind}_success_at_k"], v[f"{kind}_success_at_k"]["1"]["seeds"]
+                executions = f"{v[f'{kind}_training_executions']:.0f}"
+                if kind == "bc_only" and "bc_only_expert_executions" in v:
+                    executions = f"{v['bc_only_expert_executions']:.0f} (the search's, labelling)"
                 cost = [
                     f"{v[f'{kind}_seconds_per_plan']:.2f} s",
-                    f"{v[f'{kind}_training_executions']:.0f}",
+                    executions,
                     f"{v.get(f'{kind}_agent_agrees_with_solver', float('nan')):.2f}",
                 ]
                 rows.append(
@@ -1127,7 +1130,11 @@ def team_vs_search_section(d: dict[str, Any]) -> list[str]:
             lemon, search = v["lemon_success_at_k"]["3"]["iqm"], v["solver_success_at_k"]["3"]["mean"]
             apart = " with CIs apart" if v.get("lemon_above_solver_at_3_cis_apart") else ""
             side = f"above{apart}" if lemon > search else "at" if lemon == search else "below"
-            verdict = f" At k = 3 lemon scores {lemon:.2f}, {side} `solver_k`'s {search:.2f}."
+            verdict = f" At k = 3 lemon scores {lemon:.2f}, {side} `solver_k`'s {search:.2f}"
+            if "bc_only_success_at_k" in v:
+                cloning = v["bc_only_success_at_k"]["3"]["iqm"]
+                verdict += f"; cloning continued scores {cloning:.2f}"
+            verdict += "."
         out += [
             f"**Level {level}** ({AGENTS[int(level)]} agents, {v['heldout_tasks']} held-out tasks); the "
             "full search the warm start clones spends "
@@ -1153,8 +1160,10 @@ def team_vs_search_section(d: dict[str, Any]) -> list[str]:
         "held-out tasks; each answers by the same rule, public feedback only (the first spec or plan "
         "that held every example row, else the one that held the most). Teams: IQM over seeds "
         "[95% bootstrap CI] (one seed: its value alone); the "
-        "solver: mean over tasks [95% bootstrap CI over tasks]. Every team starts from the solver "
-        "cloned on the same training tasks; cloning continued runs as long as lemon trained. "
+        "solver: mean over tasks [95% bootstrap CI over tasks]. Every team has the same actor (each "
+        "candidate duty scored given the role, `model.option_rows`) and starts from the solver cloned on "
+        "the same training tasks, then DAgger rounds on them (the team plays, the solver labels); "
+        "cloning continued goes on that way, on new tasks, as long as lemon trained. "
         "Training executions are env rounds plus lemon's replays; the executions of the search whose "
         "answers are cloned (the warm start's, and cloning continued's) come on top, about the "
         "search's executions per task for every episode cloned.",
@@ -1317,7 +1326,7 @@ SAVED = (
     Saved(
         "team_vs_search.json",
         "LEMON team against search at equal executions",
-        "python benchmarks/team_vs_search.py --seeds 1 --log benchmarks/logs/team_vs_search.log"
+        "python benchmarks/team_vs_search.py --seeds 3 --log benchmarks/logs/team_vs_search.log"
         " && python benchmarks/team_vs_search.py --summarise benchmarks/logs/team_vs_search.log"
         " --out benchmarks/results",
         "python benchmarks/team_vs_search.py --log benchmarks/logs/team_vs_search.log  # levels 3-4, 5 seeds",

@@ -20,11 +20,18 @@ executions, :func:`~orchestrl.envs.orchestration.solver.answer_at`) runs ``k`` p
   ``seconds_per_plan`` (one 3-round episode, inference and executions), and how often the greedy
   first-round action equals the solver's (``agent_agrees_with_solver``, per agent, the figure the
   env's linear probe reports; ``team_agrees_with_solver``, every agent at once);
-- ``bc_only``: the same warm start, then cloning continued (more expert episodes on new training
-  tasks, an epoch on everything gathered after each few) for as long as that seed's ``lemon`` run
-  trained: the fair-comparisons control for "RL added something cloning would not have". Its run also
-  evaluates the cloned start before cloning on (``cloned_success_at_k``: ippo's modules on the
-  demonstrations every kind clones).
+- ``bc_only``: the same warm start, then cloning continued (more episodes on new training tasks,
+  played by the team when the warm start ran DAgger and labelled by the solver, an epoch on
+  everything gathered after each few) for as long as that seed's ``lemon`` run trained: the
+  fair-comparisons control for "RL added something cloning would not have". Its labels cost one
+  full search per new task (``bc_only_expert_labelled_tasks``, and times
+  ``expert_executions_per_task``, ``bc_only_expert_executions``). Its run also evaluates the cloned
+  start before cloning on (``cloned_success_at_k``: ippo's modules after the warm start every kind
+  runs).
+
+The warm start (``--warm-episodes`` expert episodes cloned, then ``--dagger-rounds`` of DAgger on
+the same tasks) and the actor (``model.option_rows``: each candidate duty scored given the role) are
+the same for every kind.
 
 Each finished run prints one line (``team-vs-search-run [level, kind, seed, run]``, the run's
 settings in it) and appends it to ``--log`` (one log per setting); a second invocation with the same
@@ -81,6 +88,13 @@ class Settings:
     batch: int
     """Env steps per PPO iteration (a multiple of ``ROUNDS``: whole episodes)."""
     lr: float = 5e-4
+    dagger_rounds: int = 0
+    """After cloning, rounds of DAgger on the same training tasks (``warm_start.dagger_rounds``):
+    the team's own first rounds, often wrong, labelled by the solver, so it learns to revise a spec
+    from the board."""
+    option_rows: bool = True
+    """The actor scores each candidate duty's row given the role it chose (``model.option_rows``),
+    rather than reading the candidate lists through one MLP."""
 
 
 # PPO at credit.py's learning rate (5e-4) undid most of a level-4 warm start on 200 episodes; the
@@ -89,14 +103,22 @@ FULL = Settings(
     levels=(3, 4),
     seeds=5,
     heldout_tasks=60,
-    warm_episodes=600,
+    warm_episodes=300,
     warm_epochs=8,
     iterations=12,
     batch=240,
     lr=1e-4,
+    dagger_rounds=2,
 )
 QUICK = Settings(
-    levels=(3,), seeds=1, heldout_tasks=6, warm_episodes=16, warm_epochs=3, iterations=1, batch=30
+    levels=(3,),
+    seeds=1,
+    heldout_tasks=6,
+    warm_episodes=16,
+    warm_epochs=3,
+    iterations=1,
+    batch=30,
+    dagger_rounds=1,
 )
 
 
@@ -111,8 +133,12 @@ def experiment(settings: Settings, level: int, kind: str, seed: int) -> dict[str
             "kwargs": {"level": level, "rounds": ROUNDS, "task_pool": TASK_POOL},
         },
         "algorithm": {"name": "ippo" if kind == "bc_only" else kind},
-        "model": {"hidden": [256, 256]},
-        "warm_start": {"episodes": settings.warm_episodes, "epochs": settings.warm_epochs},
+        "model": {"hidden": [256, 256], "option_rows": settings.option_rows},
+        "warm_start": {
+            "episodes": settings.warm_episodes,
+            "epochs": settings.warm_epochs,
+            "dagger_rounds": settings.dagger_rounds,
+        },
         "resources": {"env_runners": 0, "envs_per_env_runner": 4},
         "training": {
             "train_batch_size": settings.batch,
@@ -138,12 +164,12 @@ def run(settings: Settings, level: int, kind: str, seed: int, clone_seconds: flo
     ppo = build_ppo_config(validate_config(experiment(settings, level, kind, seed)))
     trainer = InProcessTrainer(ppo)
     warm_s = time.perf_counter() - started
-    steps, replays, train_s = 0, 0.0, 0.0
+    steps, replays, train_s, labelled = 0, 0.0, 0.0, 0
     cloned: dict[str, Any] = {}
     try:
         if kind == "bc_only":  # the cloned start (the demonstrations every kind clones), then more
             cloned = team_evaluation(trainer, ppo, settings, level)
-            train_s = continue_cloning(trainer, clone_seconds)
+            train_s, labelled = continue_cloning(trainer, clone_seconds)
         else:
             for _ in range(settings.iterations):
                 wall = time.perf_counter()
@@ -164,16 +190,20 @@ def run(settings: Settings, level: int, kind: str, seed: int, clone_seconds: flo
         "training_executions": steps + replays,
         "warm_start_s": warm_s,
         "train_s": train_s,
+        "expert_labelled_tasks": labelled,
         "wall_s": time.perf_counter() - started,
     }
 
 
-def continue_cloning(trainer: Any, seconds: float) -> float:
-    """Cloning continued for ``seconds``: each short pass gathers a twentieth of the warm start's
-    expert episodes, on training tasks not seen yet, and clones one epoch on everything gathered
-    so far (the warm start's batch size and learning rate), so the last pass ends close to the
-    budget; returns the seconds spent."""
+def continue_cloning(trainer: Any, seconds: float) -> tuple[float, int]:
+    """Cloning continued for ``seconds``: each short pass plays a twentieth of the warm start's
+    episodes on training tasks not seen yet, with the team's own sampled actions when the warm start
+    ran DAgger (the solver's the labels, as DAgger's rounds did) and the solver's otherwise, and
+    clones one epoch on everything gathered so far (the warm start's batch size and learning rate),
+    so the last pass ends close to the budget; returns the seconds spent and the new training tasks
+    the solver labelled (one full search each: executions the team's env rounds do not count)."""
     from orchestrl.algorithms.behaviour_cloning import (
+        SampledActions,
         clone_actors,
         configured_warm_start,
         expert_demonstrations,
@@ -186,14 +216,15 @@ def continue_cloning(trainer: Any, seconds: float) -> float:
     modules = {mid: m.unwrapped() for mid, m in trainer.learner.module.items()}
     demos: dict[str, Any] | None = None
     first = hook.seed + hook.settings.episodes  # the warm start cloned hook.seed + 0..episodes-1
+    player = SampledActions(modules, hook.agent_to_module) if hook.settings.dagger_rounds else None
     passes = 0
     while time.perf_counter() - started < seconds:
-        more = expert_demonstrations(hook.env_config, chunk, seed=first + passes * chunk)
+        more = expert_demonstrations(hook.env_config, chunk, seed=first + passes * chunk, player=player)
         demos = more if demos is None else {a: demos[a].extended(more[a]) for a in demos}
         passes += 1
         clone_actors(modules, demos, hook.agent_to_module, one_epoch, hook.seed + passes)
     trainer.sync_weights()
-    return time.perf_counter() - started
+    return time.perf_counter() - started, passes * chunk
 
 
 def team_evaluation(trainer: Any, ppo: Any, settings: Settings, level: int) -> dict[str, Any]:
@@ -335,6 +366,10 @@ def summarise(runs: dict[tuple[int, str, int], dict[str, Any]]) -> dict[str, Any
             }
             entry[f"{kind}_training_executions"] = float(np.mean([r["training_executions"] for r in team]))
             entry[f"{kind}_train_s"] = float(np.mean([r["train_s"] for r in team]))
+            if kind == "bc_only" and solver is not None:  # the searches that labelled its new tasks
+                tasks = float(np.mean([r.get("expert_labelled_tasks", np.nan) for r in team]))
+                entry["bc_only_expert_labelled_tasks"] = tasks
+                entry["bc_only_expert_executions"] = tasks * solver["expert_executions_per_task"]
             entry[f"{kind}_seconds_per_plan"] = float(np.mean([r["seconds_per_plan"] for r in team]))
             for key in ("agent_agrees_with_solver", "team_agrees_with_solver"):  # first round, greedy
                 if all(key in r for r in team):
@@ -383,7 +418,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--first-seed", type=int, default=0)
     parser.add_argument("--heldout-tasks", type=int, help="held-out tasks evaluated (default 60)")
     parser.add_argument(
-        "--warm-episodes", type=int, help="expert episodes the warm start clones (default 600)"
+        "--warm-episodes", type=int, help="expert episodes the warm start clones (default 300)"
+    )
+    parser.add_argument(
+        "--dagger-rounds", type=int, help="DAgger rounds after cloning (default 2; quick 1; 0: none)"
     )
     parser.add_argument("--iterations", type=int, help="PPO iterations of --batch env steps (default 12)")
     parser.add_argument("--lr", type=float, help="PPO's learning rate (default 1e-4)")
@@ -421,6 +459,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         warm_episodes=args.warm_episodes or settings.warm_episodes,
         iterations=args.iterations or settings.iterations,
         lr=args.lr or settings.lr,
+        dagger_rounds=settings.dagger_rounds if args.dagger_rounds is None else args.dagger_rounds,
     )
     unknown = [lv for lv in settings.levels if lv not in LEVELS]
     if unknown:

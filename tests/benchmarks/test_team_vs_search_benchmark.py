@@ -51,6 +51,8 @@ def logged(kind: str, seed: int, rates: list[float], level: int = 4) -> str:
     }
     if kind == "solver":
         run |= {"expert_executions_per_task": 12.0}
+    if kind == "bc_only":
+        run |= {"expert_labelled_tasks": 30 + seed}
     return f"{'team-vs-search-run'} {json.dumps([level, kind, seed, run])}"
 
 
@@ -61,6 +63,7 @@ def test_the_report_is_rebuilt_from_logged_runs_with_the_solver_at_the_same_k(
     solver = logged("solver", 0, [0.1, 0.2, 0.3, 0.5, 0.6, 0.8])
     teams = [logged("lemon", s, [0.5, 0.8, 0.9]) for s in range(3)]
     teams += [logged("ippo", s, [0.4, 0.4, 0.4]) for s in range(3)]
+    teams += [logged("bc_only", s, [0.3, 0.3, 0.3]) for s in range(3)]
     log.write_text("\n".join(["noise", solver, *teams]) + "\n")
     report = bench.main(["--summarise", str(log), "--out", str(tmp_path / "out")])
     level = report["levels"]["4"]
@@ -72,6 +75,9 @@ def test_the_report_is_rebuilt_from_logged_runs_with_the_solver_at_the_same_k(
         "seeds": 3,
     }
     assert level["lemon_above_solver_at_3_cis_apart"] is True
+    # cloning continued pays a full search for each task it labels: 31 tasks a seed, 12 executions each
+    assert level["bc_only_expert_labelled_tasks"] == pytest.approx(31.0)
+    assert level["bc_only_expert_executions"] == pytest.approx(31.0 * 12.0)
     assert json.loads((tmp_path / "out" / "team_vs_search.json").read_text())["levels"] == report["levels"]
 
 
@@ -106,6 +112,7 @@ def test_each_kind_runs_and_reports_success_after_every_round(bench: ModuleType)
     assert 0.0 <= ippo["team_agrees_with_solver"] <= ippo["agent_agrees_with_solver"] <= 1.0
     cloned = bench.run(tiny, 1, "bc_only", 0, clone_seconds=0.5)
     assert cloned["env_steps"] == 0 and cloned["train_s"] >= 0.5
+    assert cloned["expert_labelled_tasks"] >= 1  # one pass at least, each on tasks not seen yet
     assert [len(cloned["cloned"]["success_at_k"][str(k)]) for k in (1, 2, 3)] == [2, 2, 2]
 
 
