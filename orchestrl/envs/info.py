@@ -30,8 +30,8 @@ class EnvInfo:
     agent_id_in_obs: bool = False
     """Whether each observation ends with a one-hot agent id."""
     cache_dir: str | None = None
+    """Where this env's generated data (and what is derived from it) is cached for the run dir."""
     option_rows: Mapping[str, int] | None = None
     """Where each observation lists one row of features per option of an action component, given
     another component's value (``given``, ``component``, ``first``, ``start``, ``width``: see
     ``orchestrl.algorithms.actor_critic.OptionRows``), when the env lays one out."""
-    """Where this env's generated data (and what is derived from it) is cached for the run dir."""
