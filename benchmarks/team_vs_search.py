@@ -98,7 +98,7 @@ class Settings:
 
 
 # PPO at credit.py's learning rate (5e-4) undid most of a level-4 warm start on 200 episodes; the
-# full run clones three times the episodes and steps PPO at a fifth of that rate.
+# full run clones 300 episodes, then two DAgger rounds on them, and steps PPO at a fifth of that rate.
 FULL = Settings(
     levels=(3, 4),
     seeds=5,
@@ -461,6 +461,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         lr=args.lr or settings.lr,
         dagger_rounds=settings.dagger_rounds if args.dagger_rounds is None else args.dagger_rounds,
     )
+    if settings.dagger_rounds < 0:
+        parser.error(f"--dagger-rounds: {settings.dagger_rounds} is negative (0: no DAgger)")
     unknown = [lv for lv in settings.levels if lv not in LEVELS]
     if unknown:
         parser.error(f"--levels: unknown level(s) {unknown} (the env has {sorted(LEVELS)})")

@@ -20,8 +20,15 @@ def bench() -> Iterator[ModuleType]:
     unload_benchmark(module)
 
 
-@pytest.mark.parametrize(("argv", "culprit"), [(["--levels", "9"], "9"), (["--kinds", "qmix"], "qmix")])
-def test_an_unknown_level_or_kind_exits_naming_it(
+@pytest.mark.parametrize(
+    ("argv", "culprit"),
+    [
+        (["--levels", "9"], "9"),
+        (["--kinds", "qmix"], "qmix"),
+        (["--dagger-rounds", "-1"], "--dagger-rounds: -1"),
+    ],
+)
+def test_a_bad_level_kind_or_dagger_round_count_exits_naming_it(
     bench: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], culprit: str
 ) -> None:
     with pytest.raises(SystemExit) as exit_info:
