@@ -230,6 +230,7 @@ def continue_cloning(trainer: Any, seconds: float) -> tuple[float, int]:
 def team_evaluation(trainer: Any, ppo: Any, settings: Settings, level: int) -> dict[str, Any]:
     """The greedy team on held-out tasks 0 .. heldout_tasks-1: success after each round."""
     from orchestrl.algorithms.behaviour_cloning import expert_of
+    from orchestrl.envs.orchestration.solver import answer_index
     from orchestrl.envs.rllib_env import RegisteredEnv, env_config
     from orchestrl.experiment.policy import TrainedPolicy
 
@@ -258,7 +259,7 @@ def team_evaluation(trainer: Any, ppo: Any, settings: Settings, level: int) -> d
                 hits.append(float(info["success"]))
                 held.append(float(info["examples_held"]))
             per_round.append(hits)
-            answers.append([hits[answer_round(held[:k])] for k in range(1, ROUNDS + 1)])
+            answers.append([hits[answer_index(held[:k])] for k in range(1, ROUNDS + 1)])
             seconds.append(time.perf_counter() - started)
             expert = expert_of(env)()  # the same task's solver plan (after the clock: not the team's cost)
             agree.append([bool(np.array_equal(first[a], expert[a])) for a in sorted(first)])
@@ -272,14 +273,6 @@ def team_evaluation(trainer: Any, ppo: Any, settings: Settings, level: int) -> d
         "agent_agrees_with_solver": float(agreed.mean()),
         "team_agrees_with_solver": float(agreed.all(axis=1).mean()),
     }
-
-
-def answer_round(held: list[float]) -> int:
-    """The round whose spec answers after ``len(held)`` rounds, by the rule ``solver_k`` answers by
-    (:func:`~orchestrl.envs.orchestration.solver.answer_at`): the first that held every example
-    row, else the first that held the most. Public feedback only."""
-    full = next((r for r, share in enumerate(held) if share >= 1.0), None)
-    return full if full is not None else int(np.argmax(held))
 
 
 def solver_run(settings: Settings, level: int) -> dict[str, Any]:

@@ -169,7 +169,9 @@ class ActorCriticModule(TorchRLModule, ValueFunctionAPI, InferenceOnlyAPI):
         those given the value ``given`` of ``option_rows.given`` (per row of the batch; None: its
         most likely value)."""
         x, mask = _inputs(batch)
-        logits = self._pick(*self._option_parts(x, mask), given) if self.option_rows else self._actor(x)
+        if self.option_rows:
+            return self._pick(*self._option_parts(x, mask), given, mask)
+        logits = self._actor(x)
         return logits if mask is None else logits.masked_fill(mask < 0.5, MASKED_LOGIT)
 
     def _option_parts(self, x: torch.Tensor, mask: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
@@ -206,9 +208,15 @@ class ActorCriticModule(TorchRLModule, ValueFunctionAPI, InferenceOnlyAPI):
         logits = logits + nn.functional.pad(mass, pad)
         return (logits if mask is None else logits.masked_fill(mask < 0.5, MASKED_LOGIT)), scores
 
-    def _pick(self, logits: torch.Tensor, scores: torch.Tensor, given: torch.Tensor | None) -> torch.Tensor:
+    def _pick(
+        self,
+        logits: torch.Tensor,
+        scores: torch.Tensor,
+        given: torch.Tensor | None,
+        mask: torch.Tensor | None,
+    ) -> torch.Tensor:
         """``logits`` with the scored component's filled in for ``given`` (None: the most likely
-        value); values below ``first`` have no rows (their logits stay zeros)."""
+        value), masked; values below ``first`` have no rows (their logits are zeros)."""
         rows, lens = self.option_rows, self.logit_lens
         at, g_at, n = sum(lens[: rows.component]), sum(lens[: rows.given]), lens[rows.component]
         if given is None:
@@ -217,7 +225,8 @@ class ActorCriticModule(TorchRLModule, ValueFunctionAPI, InferenceOnlyAPI):
         index = (given - rows.first).clamp(min=0)
         chosen = torch.take_along_dim(scores, index[..., None, None], dim=-2).squeeze(-2)
         chosen = chosen * (given >= rows.first)[..., None].to(chosen.dtype)
-        return torch.cat([logits[..., :at], chosen, logits[..., at + n :]], dim=-1)
+        logits = torch.cat([logits[..., :at], chosen, logits[..., at + n :]], dim=-1)
+        return logits if mask is None else logits.masked_fill(mask < 0.5, MASKED_LOGIT)
 
     def _act(self, batch: dict[str, Any], explore: bool) -> dict[str, Any]:
         """``option_rows``: the given component first (sampled, or its most likely value), then every
@@ -229,9 +238,7 @@ class ActorCriticModule(TorchRLModule, ValueFunctionAPI, InferenceOnlyAPI):
         g_at = sum(lens[: rows.given])
         g_logits = logits[..., g_at : g_at + lens[rows.given]]
         given = TorchCategorical(logits=g_logits).sample() if explore else g_logits.argmax(-1)
-        logits = self._pick(logits, scores, given)
-        if mask is not None:
-            logits = logits.masked_fill(mask < 0.5, MASKED_LOGIT)
+        logits = self._pick(logits, scores, given, mask)
         dist = self._dist_cls().from_logits(logits)
         actions = dist.sample() if explore else dist.to_deterministic().sample()
         actions[..., rows.given] = given

@@ -44,6 +44,7 @@ from ray.rllib.evaluation.postprocessing import discount_cumsum
 from ray.rllib.utils.spaces import space_utils
 
 from orchestrl.algorithms.context import WarmStartSection
+from orchestrl.algorithms.modules import chosen_actions
 from orchestrl.algorithms.weight_sync import sync_learner_weights
 from orchestrl.envs.spaces import MASK_KEY
 
@@ -196,14 +197,7 @@ class SampledActions:
             batch = {Columns.OBS: tree.map_structure(lambda x: torch.as_tensor(np.asarray(x)[None]), o)}
             with torch.no_grad():
                 out = module.forward_exploration(batch)
-            sampled = out.get(Columns.ACTIONS)  # a module that samples itself (an autoregressive actor)
-            if sampled is None:
-                sampled = (
-                    module.get_exploration_action_dist_cls()
-                    .from_logits(out[Columns.ACTION_DIST_INPUTS])
-                    .sample()
-                )
-            joint[agent] = sampled[0].numpy()
+            joint[agent] = chosen_actions(module, out, explore=True)[0].numpy()
         return joint
 
 

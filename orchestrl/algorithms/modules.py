@@ -41,6 +41,21 @@ def group_agents(env: EnvInfo, share_policy: bool) -> dict[str, list[str]]:
     return {members[0]: members for members in groups.values()}
 
 
+def chosen_actions(module: Any, out: dict[str, Any], explore: bool) -> Any:
+    """The actions of a module's forward pass ``out``: the ones it chose itself (an actor that
+    samples autoregressively returns them), else a sample of its action distribution, the
+    deterministic one without exploration (what RLlib's ``GetActions`` connector does)."""
+    from ray.rllib.core.columns import Columns
+
+    actions = out.get(Columns.ACTIONS)
+    if actions is not None:
+        return actions
+    if explore:
+        return module.get_exploration_action_dist_cls().from_logits(out[Columns.ACTION_DIST_INPUTS]).sample()
+    dist = module.get_inference_action_dist_cls().from_logits(out[Columns.ACTION_DIST_INPUTS])
+    return dist.to_deterministic().sample()
+
+
 def with_actor_critic_modules(
     ppo: PPOConfig,
     context: BuildContext,

@@ -188,6 +188,8 @@ class TrainedPolicy:
         from ray.rllib.core.columns import Columns
         from ray.rllib.utils.spaces.space_utils import clip_action, unsquash_action
 
+        from orchestrl.algorithms.modules import chosen_actions
+
         by_module: dict[str, list[str]] = {}
         for agent in observations:
             by_module.setdefault(self.agents[agent], []).append(agent)
@@ -199,11 +201,7 @@ class TrainedPolicy:
                     lambda *xs: torch.as_tensor(np.stack(xs)), *[observations[a] for a in agents]
                 )
                 out = module.forward_inference({Columns.OBS: batch})
-                chosen = out.get(Columns.ACTIONS)
-                if chosen is None:
-                    dist = module.get_inference_action_dist_cls().from_logits(out[Columns.ACTION_DIST_INPUTS])
-                    chosen = dist.to_deterministic().sample()
-                chosen = tree.map_structure(lambda t: t.numpy(), chosen)
+                chosen = tree.map_structure(lambda t: t.numpy(), chosen_actions(module, out, explore=False))
                 space = module.action_space
                 for i, agent in enumerate(agents):
                     action = tree.map_structure(lambda a, i=i: a[i], chosen)

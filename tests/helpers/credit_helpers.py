@@ -14,6 +14,7 @@ import torch
 import tree
 from ray.rllib.core.columns import Columns
 
+from orchestrl.algorithms.modules import chosen_actions
 from orchestrl.experiment.builder import build_ppo_config
 from orchestrl.experiment.config import validate_config
 from orchestrl.training.inprocess import InProcessTrainer
@@ -63,9 +64,5 @@ def expert_agreement(module, demos) -> np.ndarray:
     """Per action component: how often the module's greedy action equals the expert's."""
     obs = tree.map_structure(torch.as_tensor, demos.obs)
     with torch.no_grad():
-        out = module.forward_inference({Columns.OBS: obs})
-    greedy = out.get(Columns.ACTIONS)  # an autoregressive actor chooses its own
-    if greedy is None:
-        dist = module.get_inference_action_dist_cls().from_logits(out[Columns.ACTION_DIST_INPUTS])
-        greedy = dist.to_deterministic().sample()
+        greedy = chosen_actions(module, module.forward_inference({Columns.OBS: obs}), explore=False)
     return (greedy.numpy() == demos.actions).mean(axis=0)

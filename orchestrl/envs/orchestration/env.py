@@ -50,7 +50,13 @@ from orchestrl.envs.orchestration.actions import COMPONENTS, ActionLayout, Maske
 from orchestrl.envs.orchestration.board import board
 from orchestrl.envs.orchestration.edits import CounterfactualResult, apply_edit
 from orchestrl.envs.orchestration.executor import Execution, Executor, NodeCache
-from orchestrl.envs.orchestration.features import CLIP, Feedback, ObservationBuilder, feedback_kind
+from orchestrl.envs.orchestration.features import (
+    CLIP,
+    Feedback,
+    ObservationBuilder,
+    examples_held,
+    feedback_kind,
+)
 from orchestrl.envs.orchestration.reward import UNSCORED, RewardConfig, Score, Scorer, schema_progress
 from orchestrl.envs.orchestration.sandbox.pool import (
     SandboxPool,
@@ -269,12 +275,11 @@ class OrchestrationEnv(ParallelEnv):
         rewards = dict.fromkeys(agents, float(reward))
         terminations = dict.fromkeys(agents, done)
         truncations = dict.fromkeys(agents, False)
-        found = team.get("examples_found", ())
         info: dict[str, Any] = {
             "round": self._round,
             "score": score.total,
             "success": score.success,
-            "examples_held": float(np.mean([n >= 1 for n in found])) if found else 0.0,
+            "examples_held": examples_held(team.get("examples_found", ())),
             "valid": spec is not None,
         }
         if errors:

@@ -295,8 +295,7 @@ class ObservationBuilder:
             float(fb.kind == "ok"),
         ]
         ratio = math.log(max(fb.team_rows_ratio, 1e-3)) / 3.0 if fb.team_rows_ratio > 0 else -CLIP
-        held = float(np.mean([times >= 1 for times in fb.examples_found])) if fb.examples_found else 0.0
-        team = [float(fb.team_valid), fb.team_schema, ratio, held]
+        team = [float(fb.team_valid), fb.team_schema, ratio, examples_held(fb.examples_found)]
         return np.concatenate([kinds, own, action, team, found, [1.0]])
 
 
@@ -318,6 +317,12 @@ def _op_code(duty: Any) -> np.ndarray:
     if index is not None:
         out[index] = 1.0
     return out
+
+
+def examples_held(found: Sequence[int]) -> float:
+    """The share of example rows the team's output holds (``found``: per row, its times in the
+    output); 0 without example rows."""
+    return float(np.mean([times >= 1 for times in found])) if len(found) else 0.0
 
 
 def sanitise(vector: np.ndarray) -> np.ndarray:

@@ -32,7 +32,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -99,16 +99,23 @@ def attempts(task: Any, executor: Any) -> Iterator[Attempt]:
         yield Attempt(slots, spec, view.held(execution.output if execution.ok else None))
 
 
-def answer_at(trace: list[Attempt], k: int) -> Attempt | None:
-    """``solver_k``'s answer when stopped after ``k`` executions of ``trace``: the first attempt
-    that held every example row, else the first that held the most (None when nothing ran)."""
-    best: Attempt | None = None
-    for attempt in trace[:k]:
-        if attempt.held >= 1.0:
-            return attempt
-        if best is None or attempt.held > best.held:
-            best = attempt
+def answer_index(held: Sequence[float]) -> int | None:
+    """Which of several executed plans answers, from the share of example rows each held (public
+    feedback only): the first that held every row, else the first that held the most (None when
+    nothing ran). ``solver_k`` answers by it, and so does a team after k rounds."""
+    best: int | None = None
+    for i, share in enumerate(held):
+        if share >= 1.0:
+            return i
+        if best is None or share > held[best]:
+            best = i
     return best
+
+
+def answer_at(trace: list[Attempt], k: int) -> Attempt | None:
+    """``solver_k``'s answer when stopped after ``k`` executions of ``trace`` (:func:`answer_index`)."""
+    i = answer_index([attempt.held for attempt in trace[:k]])
+    return None if i is None else trace[i]
 
 
 def search(task: Any, executor: Any, executions: int, deadline: float | None = None) -> list[Attempt]:
