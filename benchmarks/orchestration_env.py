@@ -39,7 +39,9 @@ Measured: ``benchmarks/RESULTS.md``, section "LEMON env calibration".
 
 It prints one JSON object (``levels`` keyed by level number, plus the settings, the load average
 and the seconds it took) and writes it to ``--out`` (default ``runs/bench/orchestration_env.json``).
-Levels run two at a time in spawned worker processes, each with its own sandbox pool.
+Levels run two at a time in spawned worker processes, each with its own sandbox pool. ``--update``
+measures the levels given and keeps the others an earlier run with the same settings wrote to
+``--out``, so the full run can be split over invocations.
 """
 
 from __future__ import annotations
@@ -59,6 +61,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from probe import linear_probe
+
+from orchestrl.envs.orchestration.tasks import LEVELS
 
 FULL = {"train_tasks": 2000, "heldout_tasks": 200, "random_teams": 20, "plan_limit": 150}
 AT_K = (1, 2, 3, 5, 10, 50)
@@ -151,34 +155,55 @@ def _uniform(layout: Any, task: Any, slot: int, rng: np.random.Generator) -> np.
     return np.array([int(rng.choice(np.flatnonzero(p))) for p in parts], dtype=np.int64)
 
 
+def kept_levels(out: Path, settings: dict, error: Any) -> dict[str, Any]:
+    """The levels an earlier run wrote to ``out`` (``--update``), which must have used ``settings``;
+    ``error`` (the parser's) exits naming the file otherwise."""
+    if not out.exists():
+        return {}
+    try:
+        earlier = json.loads(out.read_text())
+        levels, used = dict(earlier["levels"]), earlier["settings"]
+    except (ValueError, KeyError, TypeError) as exc:
+        error(f"--update: {out} is not this benchmark's output ({type(exc).__name__}: {exc})")
+    if used != settings:
+        error(f"--update: {out} was measured with other settings ({used}), not {settings}")
+    return levels
+
+
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="small sample sizes (under 3 minutes)")
-    parser.add_argument("--levels", type=int, nargs="+", default=[1, 2, 3, 4])
+    parser.add_argument("--levels", type=int, nargs="+", default=sorted(LEVELS))
     parser.add_argument("--train-tasks", type=int)
     parser.add_argument("--heldout-tasks", type=int)
     parser.add_argument("--random-teams", type=int)
     parser.add_argument("--plan-limit", type=int)
     parser.add_argument("--jobs", type=int, default=2, help="levels measured at once")
     parser.add_argument("--out", default="runs/bench/orchestration_env.json")
+    parser.add_argument(
+        "--update",
+        action="store_true",
+        help="keep the other levels an earlier run with the same settings wrote to --out",
+    )
     args = parser.parse_args(argv)
     settings = dict(QUICK if args.quick else FULL)
     for key in settings:
         if getattr(args, key) is not None:
             settings[key] = getattr(args, key)
-    bad = [lv for lv in args.levels if lv not in (1, 2, 3, 4)]
+    bad = [lv for lv in args.levels if lv not in LEVELS]
     if bad:
-        parser.error(f"--levels: unknown level(s) {bad} (known: 1 2 3 4)")
+        parser.error(f"--levels: unknown level(s) {bad} (known: {' '.join(map(str, sorted(LEVELS)))})")
+    out = Path(args.out)
+    kept = kept_levels(out, {**settings, "quick": args.quick}, parser.error) if args.update else {}
     from orchestrl.training.runtime import worker_pool
 
     started = time.perf_counter()
     load = os.getloadavg()
-    out = Path(args.out)
     with worker_pool(max(1, args.jobs), out.parent) as pool:
         futures = {lv: pool.submit(level_figures, lv, **settings) for lv in args.levels}
         levels = {str(lv): f.result() for lv, f in futures.items()}
     result = {
-        "levels": levels,
+        "levels": dict(sorted({**kept, **levels}.items(), key=lambda kv: int(kv[0]))),
         "settings": {**settings, "quick": args.quick},
         "loadavg_start": [round(v, 2) for v in load],
         "loadavg_end": [round(v, 2) for v in os.getloadavg()],

@@ -17,8 +17,9 @@ equals its final score; all agents share it.
 
 Levels: 1: 2 agents, 1-2 stage linear pipelines over one table; 2: 3 agents, 3 stages with a join;
 3: 5 agents, 4-5 stages over 2-3 tables, distractor columns and dirty data; 4: 8 agents, branching
-DAGs over three tables. ``split`` picks disjoint train / heldout task seeds; ``reset(seed=s)`` picks
-task ``s``.
+DAGs over three tables; 5: 10 agents, 7-10 stages, up to two filters on one table (a conjunction)
+besides its dedup, and eight candidates per role. ``split`` picks disjoint train / heldout task
+seeds; ``reset(seed=s)`` picks task ``s``.
 
 Beyond the PettingZoo API: ``expert_actions()`` (the solver's plan, :mod:`.solver`, which reads
 the public inputs only), the counterfactual protocol of :mod:`orchestrl.envs.counterfactual`
@@ -97,7 +98,7 @@ class EpisodeRecord:
 
 
 class OrchestrationEnv(ParallelEnv):
-    """The LEMON env (module docstring). Kwargs: ``level`` 1-4; ``rounds`` per episode;
+    """The LEMON env (module docstring). Kwargs: ``level`` 1-5; ``rounds`` per episode;
     ``split`` ``"train"`` / ``"heldout"``; ``reward_schedule`` in [0, 1] (0 dense shaping, 1
     final-heavy; see :mod:`.reward`); ``sandbox_workers`` (minimum size of the process-wide pool);
     ``sandbox_isolation`` (``auto``: all the confinement this process can get, which without root

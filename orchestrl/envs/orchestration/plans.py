@@ -52,16 +52,33 @@ class Stage:
     home: int
     capacity: Capacity = Capacity.SMALL
 
-    def order(self) -> tuple[int, int, int]:
-        """The canonical order: clean each source (filter, then dedup), join, then post-process."""
+    def order(self) -> tuple[int, int, int, str]:
+        """The canonical order: clean each source (filter, then dedup), join, then post-process.
+        Two filters of one table (a conjunction, level 5) go in the order of their duties' fields,
+        so a conjunction is one plan whichever filter was drawn first."""
         if self.role in PREP_ROLES:
-            return (0, self.home, PREP_ROLES.index(self.role))
+            duty = "" if self.duty is None else self.duty.model_dump_json()
+            return (0, self.home, PREP_ROLES.index(self.role), duty)
         if self.role is Role.JOIN:
-            return (1, self.home, 0)
-        return (2, 0, POST_ROLES.index(self.role))
+            return (1, self.home, 0, "")
+        return (2, 0, POST_ROLES.index(self.role), "")
 
     def with_capacity(self, capacity: Capacity) -> Stage:
         return replace(self, capacity=capacity)
+
+
+def cleaning_fits(stages: Sequence[Stage], filters_per_table: int) -> bool:
+    """Whether cleaning stages can share their tables: one dedup per table, at most
+    ``filters_per_table`` filters on one table (two: a conjunction), no two of them reading the same
+    column (a second filter on a column narrows the first, or empties the table)."""
+    dedups = [st.home for st in stages if st.role is Role.DEDUP]
+    filters = [st.home for st in stages if st.role is Role.FILTER]
+    columns = [(st.home, st.duty.column) for st in stages if st.role is Role.FILTER]
+    return (
+        len(set(dedups)) == len(dedups)
+        and all(filters.count(h) <= filters_per_table for h in set(filters))
+        and len(set(columns)) == len(columns)
+    )
 
 
 def assign_slots(stages: Sequence[Stage], skeleton: Sequence[Family]) -> dict[int, Stage] | None:

@@ -6,8 +6,9 @@ candidate plans, prunes them without running anything, ranks them, and runs the 
 one is consistent with the examples:
 
 1. *plans*: every way to fill the level's skeleton (:mod:`.plans`) with the proposed candidates:
-   cleaning stages (filter / dedup, at most one per table and role), one join per dimension
-   table, and post stages (derive, aggregate, top-k, select, in that order);
+   cleaning stages (one dedup per table, at most the level's ``filters_per_table`` filters on
+   distinct columns: two make a conjunction at level 5), one join per dimension table, and post
+   stages (derive, aggregate, top-k, select, in that order);
 2. *schema pruning*: the plan's output columns, computed from column names alone, must be the
    target's columns, and every column a stage reads must exist where it runs;
 3. *ranking*: a cleaning stage whose predicate fails on an example row it can be checked against
@@ -46,6 +47,7 @@ from orchestrl.envs.orchestration.plans import (
     Family,
     Stage,
     assign_slots,
+    cleaning_fits,
     plan_signature,
     run_spec,
     wire,
@@ -57,8 +59,14 @@ from orchestrl.envs.orchestration.spec import (
 )
 from orchestrl.envs.orchestration.tables import TargetIndex
 
-BUDGET = {1: 40, 2: 60, 3: 80, 4: 200}
+BUDGET = {1: 40, 2: 60, 3: 80, 4: 200, 5: 300}
 """Sandbox executions the solver may spend per task, per level."""
+
+PREP_OPTIONS = {1: 12, 2: 12, 3: 12, 4: 12, 5: 16}
+"""The best-ranked cleaning stages the enumeration combines, per level."""
+
+SHAPE_OPTIONS = {1: 4, 2: 4, 3: 4, 4: 4, 5: 8}
+"""The best-ranked shapes (joins and post stages) the enumeration crosses them with, per level."""
 
 
 @dataclass(frozen=True)
@@ -168,7 +176,7 @@ def solver_actions(solution: Solution, task: Any, layout: ActionLayout) -> dict[
 def _ranked_plans(view: PublicView, level: Any) -> Iterator[dict[int, Stage]]:
     """Plans that fit the skeleton and pass schema pruning, best prior first: the shapes (joins
     and post stages, :meth:`.analysis.PublicView.shapes`) crossed with sets of cleaning stages
-    (at most one per table and role, as many as the level's stage count allows)."""
+    (:func:`.plans.cleaning_fits`, as many as the level's stage count allows)."""
     skeleton = level.skeleton
     n_prep = sum(f is Family.PREP for f in skeleton)
     shaped = view.shapes()
@@ -177,14 +185,14 @@ def _ranked_plans(view: PublicView, level: Any) -> Iterator[dict[int, Stage]]:
     fixed = min((len(j) + len(p) for _, j, p in shaped), default=0)
     prep_sets: list[tuple[float, tuple[Stage, ...]]] = [(0.4, ())] if low <= fixed else []
     for size in range(1, n_prep + 1):
-        for combo in itertools.combinations(preps[:12], size):
-            keys = [(st.home, st.role) for _, st in combo]
-            if len(set(keys)) == len(keys):
-                prep_sets.append((sum(s for s, _ in combo) - 0.2 * (size - 1), tuple(st for _, st in combo)))
+        for combo in itertools.combinations(preps[: PREP_OPTIONS[level.number]], size):
+            stages = tuple(st for _, st in combo)
+            if cleaning_fits(stages, level.filters_per_table):
+                prep_sets.append((sum(s for s, _ in combo) - 0.2 * (size - 1), stages))
     pairs = [
         (prep_score_ + shape_score - 1.5 * rank, cleaning, joins, posts)
         for prep_score_, cleaning in prep_sets
-        for rank, (shape_score, joins, posts) in enumerate(shaped[:4])
+        for rank, (shape_score, joins, posts) in enumerate(shaped[: SHAPE_OPTIONS[level.number]])
     ]
     pairs.sort(key=lambda x: -x[0])
     seen: set[tuple] = set()

@@ -47,6 +47,7 @@ from orchestrl.envs.orchestration.plans import (
     Family,
     Stage,
     assign_slots,
+    cleaning_fits,
     main_output,
     run_spec,
     run_stages,
@@ -84,11 +85,12 @@ class Level:
     dirty: bool
     distractors: bool
     fact_rows: tuple[int, int]
+    filters_per_table: int = 1  # filters one table may get (2: conjunctions), besides one dedup
 
     @property
     def stages(self) -> tuple[int, int]:
         """Fewest and most stages a plan of this level has."""
-        return {1: (1, 2), 2: (3, 3), 3: (4, 5), 4: (6, 8)}[self.number]
+        return {1: (1, 2), 2: (3, 3), 3: (4, 5), 4: (6, 8), 5: (7, 10)}[self.number]
 
 
 LEVELS: dict[int, Level] = {
@@ -96,6 +98,18 @@ LEVELS: dict[int, Level] = {
     2: Level(2, 3, 2, 4, 5, (P, J, Q), dirty=False, distractors=False, fact_rows=(60, 120)),
     3: Level(3, 5, 3, 6, 6, (P, J, J, Q, Q), dirty=True, distractors=True, fact_rows=(80, 150)),
     4: Level(4, 8, 3, 6, 6, (P, P, P, J, J, Q, Q, Q), dirty=True, distractors=True, fact_rows=(90, 160)),
+    5: Level(
+        5,
+        10,
+        3,
+        8,
+        6,
+        (P, P, P, P, P, J, J, Q, Q, Q),
+        dirty=True,
+        distractors=True,
+        fact_rows=(150, 240),
+        filters_per_table=2,
+    ),
 }
 
 
@@ -276,24 +290,30 @@ class _Builder:
     # ------------------------------------------------------------------------------ shape
     def _shape(self) -> tuple[int, list[_Shape]]:
         lv, rng, d = self.level, self.rng, self.domain
-        n = {1: 1, 2: 2, 3: int(rng.integers(2, 4)), 4: 3}[lv.number]
+        n = {1: 1, 2: 2, 3: int(rng.integers(2, 4)), 4: 3, 5: 3}[lv.number]
         if lv.number == 1:
             n_prep, n_post = 1, int(rng.random() < 0.7)
         elif lv.number == 2:
             n_prep, n_post = 1, 1
         elif lv.number == 3:
             n_prep, n_post = 1, 2
-        else:
+        elif lv.number == 4:
             n_prep, n_post = int(rng.integers(2, 4)), int(rng.integers(2, 4))
+        else:
+            n_prep, n_post = int(rng.integers(4, 6)), int(rng.integers(2, 4))
         shapes: list[_Shape] = []
-        homes = [int(h) for h in rng.choice(n, size=n_prep, replace=False)] if n_prep else []
-        if lv.number == 4 and all(h == 0 for h in homes):
+        places = np.repeat(np.arange(n), lv.filters_per_table)
+        homes = [int(h) for h in rng.choice(places, size=n_prep, replace=False)] if n_prep else []
+        if lv.number >= 4 and all(h == 0 for h in homes):
             homes[0] = int(rng.integers(1, n))  # branching: a dimension is cleaned before its join
-        for home in homes:
-            if rng.random() < 0.3:
+        for i, home in enumerate(homes):
+            second = home in homes[:i]  # a table's second cleaning stage: a filter (a conjunction)
+            if not second and rng.random() < 0.3:
                 shapes.append(_Shape(Role.DEDUP, home, column="exact" if rng.random() < 0.3 else "later"))
             else:
-                kind = str(rng.choice(FILTER_KINDS, p=FILTER_WEIGHTS))
+                kinds = FILTER_KINDS[:-1] if second else FILTER_KINDS  # one not-null column per table
+                weights = np.array(FILTER_WEIGHTS[: len(kinds)])
+                kind = str(rng.choice(kinds, p=weights / weights.sum()))
                 shapes.append(_Shape(Role.FILTER, home, kind=kind))
         shapes += [_Shape(Role.JOIN, b) for b in range(1, n)]
         posts = {
@@ -414,18 +434,27 @@ class _Builder:
 
     # ------------------------------------------------------------------------------ duties
     def _prep_duty(
-        self, s: _Shape, sources: dict[str, pd.DataFrame], pool: tuple[Any, ...], taken: set
+        self,
+        s: _Shape,
+        sources: dict[str, pd.DataFrame],
+        pool: tuple[Any, ...],
+        taken: set,
+        drawn: list[Stage],
     ) -> Any:
         """A cleaning duty drawn among the proposed candidates that fit the shape: a dedup on the
         home table's key, a not-null filter on the column given missing values, or another filter
         keeping 20-85% of a table's rows (kinds weighted as FILTER_WEIGHTS; on the planned home
-        table if one fits, else on another table no other cleaning stage uses)."""
+        table if one fits, else on another table no other cleaning stage uses). With the stages
+        ``drawn`` so far the table's cleaning must still fit (:func:`.plans.cleaning_fits`)."""
         names = list(sources)
         homes = [s.home] if s.role is Role.DEDUP or s.kind == "notnull" else [s.home, *range(len(names))]
+        per_table = self.level.filters_per_table
         for home in dict.fromkeys(h for h in homes if h == s.home or h not in taken):
             frame = sources[names[home]]
             fitting, weights = [], []
             for duty in pool:
+                if not cleaning_fits([*drawn, Stage(s.role, duty, home)], per_table):
+                    continue
                 if s.role is Role.DEDUP and isinstance(duty, DedupDuty) and duty.subset is not None:
                     key = self.domain.fact_id if home == 0 else self.domain.dims[home - 1].key
                     if duty.subset == (key,):
@@ -505,12 +534,14 @@ class _Builder:
         for s in shapes:
             if s.role in PREP_ROLES:
                 taken = {x.home for x in shapes if x.role in PREP_ROLES and x is not s}
-                s.duty = self._prep_duty(s, sources, sourced[s.role], taken)
+                drawn = [Stage(x.role, x.duty, x.home) for x in shapes if x.role in PREP_ROLES and x.duty]
+                s.duty = self._prep_duty(s, sources, sourced[s.role], taken, drawn)
             elif s.role is Role.JOIN:
                 key = d.dims[s.home - 1].key
                 s.duty = JoinDuty(left_on=key, right_on=key)
-        homes = [s.home for s in shapes if s.role in PREP_ROLES]
-        _check(len(set(homes)) == len(homes) and (lv.number < 4 or any(h > 0 for h in homes)))
+        cleaning = [Stage(s.role, s.duty, s.home) for s in shapes if s.role in PREP_ROLES]
+        _check(cleaning_fits(cleaning, lv.filters_per_table))
+        _check(lv.number < 4 or any(st.home > 0 for st in cleaning))
         # the post duties are drawn on the data the pipeline has made by then (at large capacity)
         stages = sorted(
             (Stage(s.role, s.duty, s.home) for s in shapes if s.duty is not None), key=Stage.order

@@ -16,7 +16,13 @@ from orchestrl.envs.orchestration.tasks import LEVELS
 from orchestrl.envs.registry import EnvKwargError, make_env
 from orchestrl.envs.spaces import MASK_KEY, OBS_KEY
 
-NVEC = {1: [8, 4, 4, 3, 4], 2: [8, 4, 4, 5, 6], 3: [8, 6, 4, 8, 9], 4: [8, 6, 4, 11, 12]}
+NVEC = {
+    1: [8, 4, 4, 3, 4],
+    2: [8, 4, 4, 5, 6],
+    3: [8, 6, 4, 8, 9],
+    4: [8, 6, 4, 11, 12],
+    5: [8, 8, 4, 13, 14],
+}
 
 
 @pytest.mark.parametrize("level", sorted(LEVELS))

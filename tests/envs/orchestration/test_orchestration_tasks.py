@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
+from spec_helpers import conjunctions
 
-from orchestrl.envs.orchestration.plans import Family, family_of, run_spec
-from orchestrl.envs.orchestration.spec import Capacity, Role
+from orchestrl.envs.orchestration.plans import Family, Stage, cleaning_fits, family_of, run_spec
+from orchestrl.envs.orchestration.spec import Capacity, DedupDuty, FilterDuty, Role
 from orchestrl.envs.orchestration.tables import TargetIndex, row_hashes
 from orchestrl.envs.orchestration.task_store import ENV_VAR
 from orchestrl.envs.orchestration.tasks import LEVELS, _generate, generate_task
@@ -122,3 +123,28 @@ def test_invalid_level_or_split_is_refused_by_name() -> None:
         generate_task(7, "train", 0)
     with pytest.raises(ValueError, match="split"):
         generate_task(1, "test", 0)
+
+
+def test_cleaning_stages_share_a_table_as_the_level_allows() -> None:
+    def keep(column: str, home: int = 0) -> Stage:
+        return Stage(Role.FILTER, FilterDuty(column=column, op="notnull"), home)
+
+    dedup = Stage(Role.DEDUP, DedupDuty(), 0)
+    assert cleaning_fits([keep("a"), dedup, keep("b", home=1)], 1)
+    assert not cleaning_fits([keep("a"), keep("b")], 1)
+    assert cleaning_fits([keep("a"), keep("b"), dedup], 2)
+    assert not cleaning_fits([keep("a"), keep("b"), keep("c")], 2)
+    assert not cleaning_fits([keep("a"), keep("a")], 2)  # the same column twice narrows nothing new
+    assert not cleaning_fits([dedup, dedup], 2)
+
+
+def test_level_five_filters_tables_twice_and_each_second_filter_narrows_the_first() -> None:
+    found = 0
+    for seed in range(10):
+        task = generate_task(5, "train", seed)
+        run = run_spec(task.sources, task.reference)
+        for first, second in conjunctions(task.reference):
+            found += 1
+            assert task.reference.node(first).duty.column != task.reference.node(second).duty.column
+            assert 0 < len(run.outputs[second]) < len(run.outputs[first])
+    assert found >= 3
