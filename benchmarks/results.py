@@ -1318,8 +1318,8 @@ SAVED = (
     Saved(
         "orchestration_env.json",
         "LEMON env calibration",
-        "python benchmarks/orchestration_env.py --levels 1 2 3 4 --out benchmarks/results/orchestration_env.json"
-        "   # 2,000 probe tasks, 200 held-out tasks per level\n"
+        "python benchmarks/orchestration_env.py --levels 1 2 3 4"
+        " --out benchmarks/results/orchestration_env.json   # 2,000 probe tasks, 200 held-out tasks per level\n"
         "python benchmarks/orchestration_env.py --levels 5 --jobs 1 --update"
         " --out benchmarks/results/orchestration_env.json",
         "python benchmarks/orchestration_env.py --quick    # 60 probe tasks, 12 held-out tasks per level",
