@@ -1319,7 +1319,8 @@ SAVED = (
         "orchestration_env.json",
         "LEMON env calibration",
         "python benchmarks/orchestration_env.py --levels 1 2 3 4"
-        " --out benchmarks/results/orchestration_env.json   # 2,000 probe tasks, 200 held-out tasks per level\n"
+        " --out benchmarks/results/orchestration_env.json"
+        "   # 2,000 probe tasks, 200 held-out tasks per level\n"
         "python benchmarks/orchestration_env.py --levels 5 --jobs 1 --update"
         " --out benchmarks/results/orchestration_env.json",
         "python benchmarks/orchestration_env.py --quick    # 60 probe tasks, 12 held-out tasks per level",
