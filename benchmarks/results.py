@@ -1332,7 +1332,7 @@ SAVED = (
         "python benchmarks/team_vs_search.py --seeds 3 --log benchmarks/logs/team_vs_search.log"
         " && python benchmarks/team_vs_search.py --summarise benchmarks/logs/team_vs_search.log"
         " --out benchmarks/results",
-        "python benchmarks/team_vs_search.py --log benchmarks/logs/team_vs_search.log  # levels 3-4, 5 seeds",
+        "python benchmarks/team_vs_search.py --log benchmarks/logs/team_vs_search.log  # levels 3-5, 5 seeds",
         team_vs_search_section,
     ),
     Saved(

@@ -4,7 +4,7 @@ LEMON's claim is that a learned orchestrator plans better than a hand-written on
 Here the cost is scored executions: a team round runs its spec once; ``solver_k`` (the solver's
 best-first search, :func:`orchestrl.envs.orchestration.solver.search`, stopped after ``k``
 executions, :func:`~orchestrl.envs.orchestration.solver.answer_at`) runs ``k`` plans. Per level
-(``--levels``; the env's levels 3 and 4 by default) and seed (``--seeds``), on the same
+(``--levels``; the env's levels 3, 4 and 5 by default) and seed (``--seeds``), on the same
 ``--heldout-tasks`` held-out tasks:
 
 - ``solver``: ``solver_success_at_k`` for k = 1..3 (and 5, 10, 50 for scale), with 95% bootstrap
@@ -100,7 +100,7 @@ class Settings:
 # PPO at credit.py's learning rate (5e-4) undid most of a level-4 warm start on 200 episodes; the
 # full run clones 300 episodes, then two DAgger rounds on them, and steps PPO at a fifth of that rate.
 FULL = Settings(
-    levels=(3, 4),
+    levels=(3, 4, 5),
     seeds=5,
     heldout_tasks=60,
     warm_episodes=300,
@@ -406,7 +406,7 @@ def clone_budget(level: int, seed: int, known: dict[tuple[int, str, int], dict[s
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="level 3, one seed, tiny budgets")
-    parser.add_argument("--levels", type=int, nargs="+", help="levels (default 3 4; quick 3)")
+    parser.add_argument("--levels", type=int, nargs="+", help="levels (default 3 4 5; quick 3)")
     parser.add_argument("--seeds", type=int, help="seeds per team kind (default 5; quick 1)")
     parser.add_argument("--first-seed", type=int, default=0)
     parser.add_argument("--heldout-tasks", type=int, help="held-out tasks evaluated (default 60)")
