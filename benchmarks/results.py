@@ -36,12 +36,16 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
+sys.path.insert(0, str(ROOT))
+
+from orchestrl.envs.orchestration.tasks import LEVELS  # noqa: E402
+
 LOGS = HERE / "logs"
 SAVED_DIR = HERE / "results"
 OUTPUT = HERE / "RESULTS.md"
 
-AGENTS = {1: 2, 2: 3, 3: 5, 4: 8}
-"""Agents per orchestration level (the env's design, ``orchestrl/envs/orchestration/``)."""
+AGENTS = {number: level.agents for number, level in LEVELS.items()}
+"""Agents per orchestration level (the env's design)."""
 
 
 def sibling(name: str) -> ModuleType:
@@ -1100,6 +1104,9 @@ def team_vs_search_section(d: dict[str, Any]) -> list[str]:
                     "1",
                 ]
             )
+        if "random_success_at_k" in v:
+            at = v["random_success_at_k"]
+            rows.append(["a uniformly random team", *(solver(at[k]) for k in ks), "—", "—", "—"])
         if "cloned_success_at_k" in v:
             at = v["cloned_success_at_k"]
             rows.append(
@@ -1159,8 +1166,9 @@ def team_vs_search_section(d: dict[str, Any]) -> list[str]:
         "execution per round) against the solver's search stopped after k executions, on the same "
         "held-out tasks; each answers by the same rule, public feedback only (the first spec or plan "
         "that held every example row, else the one that held the most). Teams: IQM over seeds "
-        "[95% bootstrap CI] (one seed: its value alone); the "
-        "solver: mean over tasks [95% bootstrap CI over tasks]. Every team has the same actor (each "
+        "[95% bootstrap CI] (one seed: its value alone); the solver and the random team (every round, "
+        "each agent's action drawn uniformly among those its mask allows): mean over tasks "
+        "[95% bootstrap CI over tasks]. Every team has the same actor (each "
         "candidate duty scored given the role, `model.option_rows`) and starts from the solver cloned on "
         "the same training tasks, then DAgger rounds on them (the team plays, the solver labels); "
         "cloning continued goes on that way, on new tasks, as long as lemon trained. "

@@ -10,6 +10,8 @@ executions, :func:`~orchestrl.envs.orchestration.solver.answer_at`) runs ``k`` p
 - ``solver``: ``solver_success_at_k`` for k = 1..3 (and 5, 10, 50 for scale), with 95% bootstrap
   CIs over tasks; ``seconds_per_plan`` at k = 3; ``expert_executions_per_task``, what the full
   search the warm start clones spends per task (its budget is the level's ``solver.BUDGET``);
+- ``random``: a uniformly random team (every round each agent's action drawn among those its mask
+  allows), answered by the same rule: ``random_success_at_k`` with CIs over tasks;
 - ``lemon`` and ``ippo`` (the independent-learner control): the solver cloned in (``warm_start``),
   then PPO for ``iterations * batch`` env steps on the training split, 3 rounds per episode; the
   greedy team's ``team_success_at_k`` (its answer after k rounds, k = 1..3, chosen among its specs
@@ -70,7 +72,9 @@ ROUNDS = 3
 """Rounds per team episode: one scored execution each, so k = 1..3 compares with ``solver_k``."""
 AT_K = (1, 2, 3, 5, 10, 50)
 TEAMS = ("lemon", "ippo", "bc_only")
-KINDS = ("solver", *TEAMS)
+KINDS = ("solver", "random", *TEAMS)
+"""What runs: the search and the random team once per level (their figures vary over tasks, not
+seeds), each team kind once per seed."""
 TASK_POOL = 1000
 RUN_LINE = "team-vs-search-run"
 
@@ -154,6 +158,8 @@ def run(settings: Settings, level: int, kind: str, seed: int, clone_seconds: flo
     """One run (in a worker process): the solver's figures, or one team trained and evaluated."""
     if kind == "solver":
         return solver_run(settings, level)
+    if kind == "random":
+        return random_run(settings, level)
     from credit import COST_KEYS, sample
 
     from orchestrl.experiment.builder import build_ppo_config
@@ -228,10 +234,8 @@ def continue_cloning(trainer: Any, seconds: float) -> tuple[float, int]:
 
 
 def team_evaluation(trainer: Any, ppo: Any, settings: Settings, level: int) -> dict[str, Any]:
-    """The greedy team on held-out tasks 0 .. heldout_tasks-1: success after each round."""
-    from orchestrl.algorithms.behaviour_cloning import expert_of
-    from orchestrl.envs.orchestration.solver import answer_index
-    from orchestrl.envs.rllib_env import RegisteredEnv, env_config
+    """The greedy team on held-out tasks 0 .. heldout_tasks-1: success after each round, and how
+    often its first-round actions are the solver's."""
     from orchestrl.experiment.policy import TrainedPolicy
 
     policy = TrainedPolicy(
@@ -240,39 +244,83 @@ def team_evaluation(trainer: Any, ppo: Any, settings: Settings, level: int) -> d
         normalize_actions=bool(ppo.normalize_actions),
         clip_actions=bool(ppo.clip_actions),
     )
+    env = heldout_env(level, bool(ppo.env_config.get("agent_id_in_obs")))
+    try:
+        return heldout_play(policy.act, env, settings, agreement=True)
+    finally:
+        env.close()
+
+
+def random_run(settings: Settings, level: int) -> dict[str, Any]:
+    """A uniformly random team on the held-out tasks: every round each agent's action is drawn
+    uniformly among those its mask allows (a seeded draw per task), answered as the teams are."""
+    from orchestrl.envs.spaces import MASK_KEY
+
+    started = time.perf_counter()
+    env = heldout_env(level, False)
+    spaces = {a: env.raw_env.action_space(a) for a in env.raw_env.possible_agents}
+    for i, space in enumerate(spaces.values()):
+        space.seed(1000 + i)
+    try:
+        result = heldout_play(
+            lambda obs: {a: spaces[a].sample(mask=o[MASK_KEY]) for a, o in obs.items()},
+            env,
+            settings,
+            agreement=False,
+        )
+    finally:
+        env.close()
+    return {**result, "wall_s": time.perf_counter() - started}
+
+
+def heldout_env(level: int, agent_id_in_obs: bool) -> Any:
+    """The env of held-out tasks a team is evaluated on, as RLlib's runners build it."""
+    from orchestrl.envs.rllib_env import RegisteredEnv, env_config
+
     kwargs = {"level": level, "rounds": ROUNDS, "split": "heldout"}
-    env = RegisteredEnv(env_config("orchestration", kwargs, bool(ppo.env_config.get("agent_id_in_obs"))))
+    return RegisteredEnv(env_config("orchestration", kwargs, agent_id_in_obs))
+
+
+def heldout_play(act: Any, env: Any, settings: Settings, agreement: bool) -> dict[str, Any]:
+    """``act`` (observations -> actions) on held-out tasks 0 .. heldout_tasks-1 of ``env``: success
+    after each round, its answer after k rounds chosen as ``solver_k`` chooses, seconds per plan, and
+    with ``agreement`` how often the first-round actions are the solver's (that search runs after
+    the clock: it is not the team's cost)."""
+    from orchestrl.algorithms.behaviour_cloning import expert_of
+    from orchestrl.envs.orchestration.solver import answer_index
+
     per_round: list[list[float]] = []  # the spec of each round
     answers: list[list[float]] = []  # the answer after k rounds, chosen as solver_k chooses
     seconds: list[float] = []
     agree: list[list[bool]] = []  # per task, per agent: its first action is the solver's, whole
-    try:
-        for task in range(settings.heldout_tasks):
-            started = time.perf_counter()
-            obs, _ = env.reset(seed=task)
-            hits, held, first = [], [], None
-            for _ in range(ROUNDS):
-                actions = policy.act(obs)
-                first = actions if first is None else first
-                obs, _, _, _, infos = env.step(actions)
-                info = next(i for i in infos.values() if "success" in i)
-                hits.append(float(info["success"]))
-                held.append(float(info["examples_held"]))
-            per_round.append(hits)
-            answers.append([hits[answer_index(held[:k])] for k in range(1, ROUNDS + 1)])
-            seconds.append(time.perf_counter() - started)
-            expert = expert_of(env)()  # the same task's solver plan (after the clock: not the team's cost)
+    for task in range(settings.heldout_tasks):
+        started = time.perf_counter()
+        obs, _ = env.reset(seed=task)
+        hits, held, first = [], [], None
+        for _ in range(ROUNDS):
+            actions = act(obs)
+            first = actions if first is None else first
+            obs, _, _, _, infos = env.step(actions)
+            info = next(i for i in infos.values() if "success" in i)
+            hits.append(float(info["success"]))
+            held.append(float(info["examples_held"]))
+        per_round.append(hits)
+        answers.append([hits[answer_index(held[:k])] for k in range(1, ROUNDS + 1)])
+        seconds.append(time.perf_counter() - started)
+        if agreement:
+            expert = expert_of(env)()
             agree.append([bool(np.array_equal(first[a], expert[a])) for a in sorted(first)])
-    finally:
-        env.close()
-    table, chosen, agreed = np.array(per_round), np.array(answers), np.array(agree)
-    return {
+    table, chosen = np.array(per_round), np.array(answers)
+    result = {
         "success_at_k": {str(k): chosen[:, k - 1].tolist() for k in range(1, ROUNDS + 1)},
         "last_round_success_at_k": {str(k): table[:, k - 1].tolist() for k in range(1, ROUNDS + 1)},
         "seconds_per_plan": float(np.mean(seconds)),
-        "agent_agrees_with_solver": float(agreed.mean()),
-        "team_agrees_with_solver": float(agreed.all(axis=1).mean()),
     }
+    if agreement:
+        agreed = np.array(agree)
+        result["agent_agrees_with_solver"] = float(agreed.mean())
+        result["team_agrees_with_solver"] = float(agreed.all(axis=1).mean())
+    return result
 
 
 def solver_run(settings: Settings, level: int) -> dict[str, Any]:
@@ -339,6 +387,9 @@ def summarise(runs: dict[tuple[int, str, int], dict[str, Any]]) -> dict[str, Any
             entry["solver_success_at_k"] = {k: task_rate(v) for k, v in solver["success_at_k"].items()}
             entry["solver_seconds_per_plan"] = solver["seconds_per_plan"]
             entry["expert_executions_per_task"] = solver["expert_executions_per_task"]
+        random_team = next((r for (kind, _), r in mine.items() if kind == "random"), None)
+        if random_team is not None:
+            entry["random_success_at_k"] = {k: task_rate(v) for k, v in random_team["success_at_k"].items()}
         starts = [r["cloned"] for (kind, _), r in sorted(mine.items()) if kind == "bc_only" and "cloned" in r]
         if starts:
             entry["cloned_success_at_k"] = {
@@ -467,7 +518,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         (lv, kind, s)
         for lv in settings.levels
         for kind in args.kinds
-        for s in (seeds if kind != "solver" else [0])
+        for s in (seeds if kind in TEAMS else [0])
     ]
     runs = {key: logged[key] for key in wanted if key in logged}
     todo = [key for key in wanted if key not in runs]

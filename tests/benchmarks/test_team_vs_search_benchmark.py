@@ -73,7 +73,8 @@ def test_the_report_is_rebuilt_from_logged_runs_with_the_solver_at_the_same_k(
     teams = [logged("lemon", s, [0.5, 0.8, 0.9]) for s in range(3)]
     teams += [logged("ippo", s, [0.4, 0.4, 0.4]) for s in range(3)]
     teams += [logged("bc_only", s, [0.3, 0.3, 0.3]) for s in range(3)]
-    log.write_text("\n".join(["noise", solver, *teams]) + "\n")
+    random_team = logged("random", 0, [0.0, 0.1, 0.1])
+    log.write_text("\n".join(["noise", solver, random_team, *teams]) + "\n")
     report = bench.main(["--summarise", str(log), "--out", str(tmp_path / "out")])
     level = report["levels"]["4"]
     assert level["solver_success_at_k"]["3"]["mean"] == pytest.approx(0.3)
@@ -84,6 +85,8 @@ def test_the_report_is_rebuilt_from_logged_runs_with_the_solver_at_the_same_k(
         "seeds": 3,
     }
     assert level["lemon_above_solver_at_3_cis_apart"] is True
+    assert level["random_success_at_k"]["3"]["mean"] == pytest.approx(0.1)
+    assert "random_success_at_k" not in report["levels"].get("3", {})
     # cloning continued pays a full search for each task it labels: 31 tasks a seed, 12 executions each
     assert level["bc_only_expert_labelled_tasks"] == pytest.approx(31.0)
     assert level["bc_only_expert_executions"] == pytest.approx(31.0 * 12.0)
@@ -109,12 +112,16 @@ def test_a_team_answers_after_k_rounds_as_solver_k_answers_after_k_executions(
 
 
 def test_each_kind_runs_and_reports_success_after_every_round(bench: ModuleType) -> None:
-    """Level 1, a handful of tasks: the solver, a team after one PPO update, and cloning continued."""
+    """Level 1, a handful of tasks: the solver, the random team, a team after one PPO update, and
+    cloning continued."""
     tiny = dataclasses.replace(
         bench.QUICK, levels=(1,), heldout_tasks=2, warm_episodes=4, warm_epochs=1, iterations=1, batch=6
     )
     solver = bench.run(tiny, 1, "solver", 0)
     assert solver["success_at_k"]["1"] == [1.0, 1.0] and solver["expert_executions_per_task"] >= 1
+    random_team = bench.run(tiny, 1, "random", 0)
+    assert [len(random_team["success_at_k"][str(k)]) for k in (1, 2, 3)] == [2, 2, 2]
+    assert "agent_agrees_with_solver" not in random_team  # no solver search for a random team
     ippo = bench.run(tiny, 1, "ippo", 0)
     assert [len(ippo["success_at_k"][str(k)]) for k in (1, 2, 3)] == [2, 2, 2]
     assert ippo["success_at_k"]["1"] == ippo["last_round_success_at_k"]["1"]  # one round: no choice
