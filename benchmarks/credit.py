@@ -1,5 +1,6 @@
-"""Counterfactual credit (LEMON replay, COMA, COMA-CV) against IPPO and MAPPO: held-out success
-vs env steps on the LEMON orchestration env, and what LEMON's replay costs.
+"""Counterfactual credit (LEMON replay, COMA, COMA-CV) against IPPO and MAPPO at equal cost:
+held-out success against scored executions (and env steps) on the LEMON orchestration env, and
+what LEMON's replay costs.
 
 What it runs: ippo, mappo, coma (Foerster et al.'s Eq. 4, the critic's own Q), coma_cv (the
 baseline scaled by a control-variate coefficient fitted on the previous batch, with the sampled
@@ -9,45 +10,71 @@ seeds each and equal env-step budgets (``--algos lemon_uncentred`` adds lemon wi
 ``center_delta: false``, LEMON's uncentred delta), in-process (InProcessTrainer, no Ray, one torch
 thread), two runs at a time (``--jobs``), on
 
-- ``orchestration_l2`` / ``orchestration_l3`` / ``orchestration_l4``: the LEMON env at levels 2
-  (3 agents), 3 (5 agents) and 4 (8 agents, branching DAGs over three tables), 2 rounds per
+- ``orchestration_l4`` / ``orchestration_l5`` (the full run): the LEMON env at levels 4 (8 agents,
+  branching DAGs over three tables) and 5 (10 agents, a table filtered twice), 2 rounds per
   episode, one shared team reward, trained on the train split's first 1,000 tasks. Every
   algorithm starts from the same warm start (``warm_start:``, the env's expert cloned into the
   actor on 100 training tasks for 6 epochs: LEMON's supervised start on valid specs, kept short
   so that no run starts at the threshold), then PPO with the same settings (250 env steps per
-  iteration, lr 5e-4, no entropy bonus). Budgets: 4,000 (level 2) and 16,000 (levels 3 and 4)
-  env steps. The greedy policy is evaluated right after the warm start and every 1,000 env steps
-  on the same 30 held-out tasks; metric: held-out success (the held-out team return, summed over
-  agents, is in ``details``);
+  iteration, lr 5e-4, no entropy bonus). Budget: 3,000 env steps per run at both levels. The
+  greedy policy is evaluated right after the warm start and every 1,000 env steps on the same 30
+  held-out tasks; metric: held-out success (the held-out team return, summed over agents, is in
+  ``details``);
+- ``orchestration_l2`` / ``orchestration_l3`` (only with ``--envs``: the saved logs' levels): the
+  same at levels 2 (3 agents) and 3 (5 agents) with 4,000 and 16,000 env steps (the saved
+  level-4 runs had 16,000 too: ``--summarise`` takes each run's budget from its own line);
 - ``simple_spread`` (only with ``--envs simple_spread``): MPE, N=3, 25-step episodes,
   ``local_ratio=0``, from scratch, 30,000 env steps; metric: team return of the sampled policy
   summed over the 3 agents (no threshold: ``steps_to_0_8`` is null; no lemon: the env cannot
-  replay).
+  replay; no scored executions).
+
+The cost that counts on the LEMON env is the scored sandbox execution: every env step executes the
+team's spec and scores it (an episode of R rounds is R executions), and each of LEMON's
+counterfactual replays is one more (the env runner's ``env/cf_executions``). Each run records, at
+every evaluation, the scored executions so far (env steps sampled plus replays; the warm start's
+and the evaluations' are the same for every algorithm and not counted) beside the env steps, and
+the report puts every algorithm on that x-axis: lemon spends more executions per env step.
+
+The full run (levels 4 and 5, six algorithms, five seeds, two runs at a time) is sized to about 3
+hours on 2 cores, estimated from ``benchmarks/logs/credit_v2_l4.log``: its runs with
+``fast_step`` trained for 0.42 s per env step summed over the six algorithms and spent about 52 s
+per run outside training (warm start, 17 evaluations: fewer here); level 5 is taken as 1.5x level
+4 (10 agents against 8). At 3,000 env steps: 5 seeds x (1 + 1.5) x (0.42 s x 3,000 + 6 x 52 s) / 2
+runs at a time = 2.7 h, plus filling the task store the first time (1,000 tasks per level at
+level 4's 1.24 s per task, ``benchmarks/RESULTS.md`` section "Task store", 1.5x that at level 5,
+over two processes: 0.4 h): 3.1 h at most, since 4 evaluations per run cost less than 17.
 
 Printed: ONE JSON object with exactly the keys ``final_iqm``, ``ci95``, ``steps_to_0_8``,
-``p_improvement_vs_ippo`` and ``replay_cost``, each mapping env -> algorithm -> value (for
-``replay_cost``: env -> figures):
+``executions_to_0_8``, ``p_improvement_vs_ippo``, ``p_improvement_vs_lemon_gae`` and
+``replay_cost``, each mapping env -> algorithm -> value (for ``replay_cost``: env -> figures):
 
 - ``final_iqm`` / ``ci95``: IQM over seeds of the last evaluation, 95% stratified-bootstrap CI
   (``orchestrl.tracking.stats``);
 - ``steps_to_0_8``: env steps at which the IQM curve first reaches 0.8 (null if never; the
   per-seed steps and their CI are in ``details``);
-- ``p_improvement_vs_ippo``: [P(X > ippo), 95% CI] from the runs' finals (0.5 is a match);
+- ``executions_to_0_8``: scored executions at which the IQM curve against executions first reaches
+  0.8 (each run's value at x executions is that of its last evaluation within x; null if never,
+  and for runs logged before runs recorded their executions: the saved
+  ``benchmarks/logs/credit_v2_*.log``);
+- ``p_improvement_vs_ippo`` / ``p_improvement_vs_lemon_gae``: [P(X > baseline), 95% CI] from the
+  runs' finals (0.5 is a match);
 - ``replay_cost``: ``wall_time_overhead_pct``: lemon's training wall time (sampling + updates, not
   the warm start or the evaluations, summed over seeds) over lemon_gae's with the same seeds,
   minus 1, in % (what LEMON's reported +12% compares to; ``paired_seeds``: the seeds both ran,
-  with the same optimizer step); ``cpu_time_overhead_pct`` the same for the training processes'
-  CPU time (the sandbox workers' CPU is not in it);
-  ``extra_executions_per_episode``; ``invalid_final_per_episode`` (episodes whose final spec was
-  invalid get no replay); ``nodes_rerun_per_execution``; ``replay_share_pct`` (the replays' own
-  wall time over the rest of lemon's training time).
+  with the same optimizer step); ``cpu_time_overhead_pct`` the same for CPU time, the sandbox's
+  processes included (they run the env's and the replays' executions; null for runs logged before
+  they were measured), ``cpu_time_overhead_pct_without_sandbox`` for the training processes'
+  alone; ``extra_executions_per_episode``; ``invalid_final_per_episode`` (episodes whose final
+  spec was invalid get no replay); ``nodes_rerun_per_execution``; ``replay_share_pct`` (the
+  replays' own wall time over the rest of lemon's training time).
 
 ``credit.json`` under ``--out`` holds the same keys plus ``critic_explained_variance`` (env ->
 algorithm -> IQM over seeds of each run's mean, over its updates, of RLlib's
 ``vf_explained_var``: for coma and coma_cv that critic is Q(s, u) of the taken action), ``details``
-(per env: per-seed finals and steps to 0.8, IQM curves with their bands, returns, wall time per
-run) and ``meta`` (command, wall time, load, the task store's warm-up); ``credit.png`` plots
-the curves.
+(per env: per-seed finals, steps and executions to 0.8, IQM curves with their bands against env
+steps and against scored executions, returns, wall time and executions per run) and ``meta``
+(command, wall time, load, the task store's warm-up); ``credit.png`` plots the curves against
+both.
 
 Each run trains in a fresh process. Before the first, the training pool of each orchestration
 level (1,000 tasks) is generated into the task store, ``cache/tasks`` under ``--out`` (export
@@ -59,7 +86,7 @@ their tasks themselves: their success figures compare, their times do not.
 
 Run:
     .venv/bin/python benchmarks/credit.py --quick     # 2 seeds, level 2, 500 env steps
-    .venv/bin/python benchmarks/credit.py             # the full benchmark (levels 2, 3 and 4)
+    .venv/bin/python benchmarks/credit.py             # the full benchmark (levels 4 and 5)
     .venv/bin/python benchmarks/credit.py --envs orchestration_l3 --algos ippo coma coma_cv \
         --seeds 10 --out runs/bench/credit_l3_coma    # the COMAs against ippo at level 3, 10 seeds
     .venv/bin/python benchmarks/credit.py --envs orchestration_l4 --algos lemon --seeds 3 --first-seed 2 \
@@ -72,7 +99,8 @@ Run:
                                                       # appends each finished run's line to it, and
                                                       # reports over all of them; stop it at any time
 
-Expected: the JSON above. The saved runs (``benchmarks/logs/credit_v2_l*.log``) and the figures
+Expected: the JSON above. The saved runs (``benchmarks/logs/credit_v2_l*.log``: levels 2, 3 and 4,
+logged before runs recorded their executions and the sandbox's CPU) and the figures
 ``--summarise`` gives for them, with the commands that produced them, are in
 ``benchmarks/RESULTS.md`` (section "Counterfactual credit on the LEMON env"; ``make results``
 rebuilds it). ``--quick`` checks the pipeline and compares nothing: two seeds at 500 env steps
@@ -82,6 +110,7 @@ leave every CI wide.
 from __future__ import annotations
 
 import argparse
+import bisect
 import json
 import os
 import sys
@@ -104,8 +133,18 @@ LEMON_VARIANTS = {REPLAY_FREE: {"advantage": "gae"}, "lemon_uncentred": {"center
 """Benchmark names for lemon with other knobs; lemon_uncentred (LEMON's delta without centring)
 runs only when ``--algos`` names it."""
 REPLAYING = ("lemon", *LEMON_VARIANTS)
-REPORT_KEYS = ("final_iqm", "ci95", "steps_to_0_8", "p_improvement_vs_ippo", "replay_cost")
+REPORT_KEYS = (
+    "final_iqm",
+    "ci95",
+    "steps_to_0_8",
+    "executions_to_0_8",
+    "p_improvement_vs_ippo",
+    "p_improvement_vs_lemon_gae",
+    "replay_cost",
+)
 THRESHOLD = 0.8
+FULL_LEVELS = (4, 5)
+"""The orchestration levels the full run measures (levels 2 and 3 stay available by ``--envs``)."""
 TASK_POOL = 1000
 """Orchestration runs train on the train split's first 1,000 tasks (generated tables and node
 outputs stay cached: several times faster sampling); evaluation stays on held-out tasks."""
@@ -133,6 +172,9 @@ class Bench:
     hidden: tuple[int, ...] = (64, 64)
     warm_start: dict[str, Any] = field(default_factory=dict)
     """The experiment's ``warm_start:`` section (behaviour cloning of the expert before RL)."""
+    scored_executions: bool = False
+    """Each env step is one scored sandbox execution (the orchestration env): runs record the
+    executions so far (env steps plus LEMON's replays) at every evaluation, the equal-cost x-axis."""
     default: bool = True
     """Run without ``--envs`` naming it."""
 
@@ -160,7 +202,10 @@ def benches(quick: bool) -> dict[str, Bench]:
     orch_knobs = {"coma": {"critic_warmup": 1}, "coma_cv": {"critic_warmup": 1}}
     # --quick: level 2, 500 env steps, evaluated after the warm start and at the end on 10 tasks
     # (a warm start on 50 tasks instead of 100 left level 2 at 0.00 held-out success: no quicker).
-    levels = {2: 2} if quick else {2: 16, 3: 64, 4: 64}
+    # The full run: 3,000 env steps at levels 4 and 5, what fits in about 3 hours (the module
+    # docstring's estimate); levels 2 and 3 keep the saved logs' budgets (the saved level-4 runs
+    # had 64 iterations: --summarise reads a run's budget from its line).
+    levels = {2: 2} if quick else {2: 16, 3: 64, 4: 12, 5: 12}
     out = {
         f"orchestration_l{level}": Bench(
             env="orchestration",
@@ -177,6 +222,8 @@ def benches(quick: bool) -> dict[str, Bench]:
             algo_knobs=orch_knobs,
             hidden=(256, 256),
             warm_start={"episodes": 100, "epochs": 6},
+            scored_executions=True,
+            default=quick or level in FULL_LEVELS,
         )
         for level, iterations in levels.items()
     }
@@ -263,6 +310,7 @@ def train_run(bench: Bench, algo: str, seed: int) -> dict[str, Any]:
     from ray.rllib.env.multi_agent_env_runner import MultiAgentEnvRunner
 
     from orchestrl.algorithms.ppo_learner import FastStepPPOLearner
+    from orchestrl.envs.orchestration.sandbox.pool import shared_pool_cpu_seconds
     from orchestrl.experiment.builder import build_ppo_config
     from orchestrl.experiment.config import validate_config
     from orchestrl.training.inprocess import InProcessTrainer
@@ -272,22 +320,27 @@ def train_run(bench: Bench, algo: str, seed: int) -> dict[str, Any]:
     trainer = InProcessTrainer(ppo)
     evaluator = MultiAgentEnvRunner(config=ppo.get_evaluation_config_object())
     points: list[int] = []
+    executions: list[int] = []  # scored executions at each point: env steps sampled plus replays
     curves: dict[str, list[float]] = {}
     steps, cost = 0, dict.fromkeys(COST_KEYS, 0.0)
-    train_s = train_cpu_s = 0.0  # sampling + updates only: what the replays add to
+    # sampling + updates only: what the replays add to; the sandbox's processes are not this
+    # process's children, so their CPU is read apart
+    train_s = train_cpu_s = train_sandbox_cpu_s = 0.0
     critic_ev: list[float] = []  # per update: how much of the value targets' variance the critic explains
     try:
         if trainer.warm_start:  # where RL starts from: the cloned policy, before any env step
             points.append(0)
+            executions.append(0)
             for key, value in evaluate(bench, evaluator, trainer.learner).items():
                 curves.setdefault(key, []).append(value)
         for iteration in range(1, bench.iterations + 1):
-            wall, cpu = time.perf_counter(), time.process_time()
+            wall, cpu, sandbox = time.perf_counter(), time.process_time(), shared_pool_cpu_seconds()
             episodes = sample(trainer.runner, bench.batch)
             steps += sum(len(ep) for ep in episodes)
             learned = trainer.update(episodes)
             train_s += time.perf_counter() - wall
             train_cpu_s += time.process_time() - cpu
+            train_sandbox_cpu_s += max(shared_pool_cpu_seconds() - sandbox, 0.0)  # < 0: a new pool
             explained = [m[VF_EXPLAINED_VAR] for m in learned.values() if VF_EXPLAINED_VAR in m]
             critic_ev.append(float(np.mean(explained)))
             metrics = trainer.runner.get_metrics()
@@ -296,6 +349,7 @@ def train_run(bench: Bench, algo: str, seed: int) -> dict[str, Any]:
                 cost[key] += float(stat.peek()) if hasattr(stat, "peek") else 0.0
             if iteration % bench.eval_every == 0 or iteration == bench.iterations:
                 points.append(iteration * bench.batch)
+                executions.append(steps + round(cost["executions"]))
                 for key, value in evaluate(bench, evaluator, trainer.learner).items():
                     curves.setdefault(key, []).append(value)
     finally:
@@ -303,11 +357,13 @@ def train_run(bench: Bench, algo: str, seed: int) -> dict[str, Any]:
         evaluator.stop()
     return {
         "steps": points,
+        **({"executions": executions} if bench.scored_executions else {}),
         "curves": curves,
         "env_steps_sampled": steps,
         "wall_s": time.perf_counter() - started,
         "train_s": train_s,
         "train_cpu_s": train_cpu_s,
+        "train_sandbox_cpu_s": train_sandbox_cpu_s,
         "cost": cost,
         "critic_ev": critic_ev,
         "fast_step": isinstance(trainer.learner, FastStepPPOLearner),
@@ -354,12 +410,27 @@ def first_reach(steps: list[int], values: list[float]) -> int | None:
     return next((s for s, v in zip(steps, values, strict=True) if reaches(v, THRESHOLD)), None)
 
 
-def curve_summary(runs: list[dict[str, Any]], key: str) -> dict[str, list[float]]:
+def within(xs: list[int], values: list[float], grid: list[int]) -> dict[int, float]:
+    """At each ``grid`` point x from ``xs[0]`` on, the value at the last of ``xs`` (increasing) that
+    is at most x; past the last, the last value (a run that spent less keeps what it reached)."""
+    return {x: values[bisect.bisect_right(xs, x) - 1] for x in grid if x >= xs[0]}
+
+
+def curve_summary(runs: list[dict[str, Any]], key: str, axis: str = "steps") -> dict[str, list[float]]:
+    """The IQM curve over ``runs`` of their ``key`` evaluations, with its 95% band, against ``axis``:
+    ``steps`` (every run is evaluated at the same env steps) or ``executions`` (scored executions:
+    each run at x counts with its last evaluation within x executions, on the union of the runs'
+    evaluation points, since runs with more replays per env step get to each point later)."""
     from orchestrl.tracking.stats import curve_band
 
-    band = curve_band([dict(zip(r["steps"], r["curves"][key], strict=True)) for r in runs], seed=0)
+    if axis == "steps":
+        values = [dict(zip(r["steps"], r["curves"][key], strict=True)) for r in runs]
+    else:
+        grid = sorted({x for r in runs for x in r[axis]})
+        values = [within(r[axis], r["curves"][key], grid) for r in runs]
+    band = curve_band(values, seed=0)
     return {
-        "steps": [p.step for p in band],
+        axis: [p.step for p in band],
         "iqm": [p.iqm.value for p in band],
         "low": [p.iqm.low for p in band],
         "high": [p.iqm.high for p in band],
@@ -376,6 +447,28 @@ def put_iqm(out: dict[str, Any], key: str, ci_key: str, algo: str, per_seed: lis
     out[ci_key][algo] = [agg.iqm.low, agg.iqm.high]
 
 
+def put_executions(
+    out: dict[str, Any], algo: str, runs: list[dict[str, Any]], metric: str, success: bool
+) -> None:
+    """``algo``'s figures against scored executions: the mean executions per run, the IQM curve of
+    ``metric`` (``curves_executions``) and, for held-out ``success``, the executions at which that
+    curve first reaches 0.8 and each seed's executions at its first evaluation at 0.8. Null unless
+    every run recorded its executions (runs logged before the record existed; envs that score none)."""
+    recorded = bool(runs) and all("executions" in r for r in runs)
+    out["executions_per_run"][algo] = (
+        float(np.mean([r["executions"][-1] for r in runs])) if recorded else None
+    )
+    out["executions_to_0_8"][algo] = out["executions_to_0_8_per_seed"][algo] = None
+    if not recorded:
+        return
+    curve = out["curves_executions"][algo] = curve_summary(runs, metric, "executions")
+    if success:
+        out["executions_to_0_8"][algo] = first_reach(curve["executions"], curve["iqm"])
+        out["executions_to_0_8_per_seed"][algo] = [
+            first_reach(r["executions"], r["curves"][metric]) for r in runs
+        ]
+
+
 def summarise(bench: Bench, runs: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
     """Everything measured on one env, per algorithm."""
     success = bench.metric == "success"
@@ -383,7 +476,7 @@ def summarise(bench: Bench, runs: dict[str, list[dict[str, Any]]]) -> dict[str, 
         "metric": "held-out success"
         if success
         else "team return of the sampled policy (sum over 3 agents, 25-step episodes)",
-        "budget_env_steps": bench.budget,
+        "budget_env_steps": max(r["steps"][-1] for algo_runs in runs.values() for r in algo_runs),
         "seeds": max(len(r) for r in runs.values()),
         "seeds_per_algorithm": {algo: len(r) for algo, r in runs.items()},
         "steps_to_0_8": {},
@@ -391,6 +484,10 @@ def summarise(bench: Bench, runs: dict[str, list[dict[str, Any]]]) -> dict[str, 
         "steps_to_0_8_seed_iqm": {},
         "steps_to_0_8_ci95": {},
         "steps_to_0_8_never": {},
+        "executions_to_0_8": {},
+        "executions_to_0_8_per_seed": {},
+        "executions_per_run": {},
+        "curves_executions": {},
         "final_iqm": {},
         "ci95": {},
         "final_per_seed": {},
@@ -409,13 +506,14 @@ def summarise(bench: Bench, runs: dict[str, list[dict[str, Any]]]) -> dict[str, 
         out["wall_s_per_run"][algo] = float(np.mean([r["wall_s"] for r in algo_runs]))
         explained = [np.mean(r["critic_ev"]) for r in algo_runs]
         put_iqm(out, "critic_explained_variance", "critic_explained_variance_ci95", algo, explained)
+        put_executions(out, algo, algo_runs, bench.metric, success)
         if success:
             curve = out["curves"][algo]
             out["steps_to_0_8"][algo] = first_reach(curve["steps"], curve["iqm"])
             reach = [first_reach(r["steps"], r["curves"]["success"]) for r in algo_runs]
             out["steps_to_0_8_per_seed"][algo] = reach
-            # never reached: counted at the budget, so this interval is a lower bound for that algorithm
-            steps = [bench.budget if s is None else s for s in reach]
+            # never reached: counted at the run's budget, so this interval is a lower bound for it
+            steps = [r["steps"][-1] if s is None else s for r, s in zip(algo_runs, reach, strict=True)]
             put_iqm(out, "steps_to_0_8_seed_iqm", "steps_to_0_8_ci95", algo, steps)
             out["steps_to_0_8_never"][algo] = sum(s is None for s in reach)
             returns = [r["curves"]["return"][-1] for r in algo_runs]
@@ -423,7 +521,9 @@ def summarise(bench: Bench, runs: dict[str, list[dict[str, Any]]]) -> dict[str, 
             out["curves_return"][algo] = curve_summary(algo_runs, "return")
         else:
             out["steps_to_0_8"][algo] = None
-    out["p_improvement_vs_ippo"] = improvement_over(out["final_per_seed"], "ippo") if "ippo" in runs else {}
+    finals = out["final_per_seed"]
+    for baseline in ("ippo", REPLAY_FREE):  # P(X > baseline): p_improvement_vs_ippo, ..._vs_lemon_gae
+        out[f"p_improvement_vs_{baseline}"] = improvement_over(finals, baseline) if baseline in runs else {}
     out["replay_cost"] = replay_cost(runs.get("lemon", []), runs.get(REPLAY_FREE, []))
     return out
 
@@ -432,7 +532,10 @@ def replay_cost(lemon: list[dict[str, Any]], replay_free: list[dict[str, Any]]) 
     """What LEMON's replays cost: extra executions per episode (all lemon runs), and lemon's training
     time over that of the same runs without replay (``lemon_gae``), in %, summed over the seeds
     that both ran with the same optimizer step (``fast_step``; runs logged before it existed took
-    RLlib's): ``paired_seeds``. Empty without lemon runs; overheads None without a pair."""
+    RLlib's): ``paired_seeds``. CPU time counts the sandbox's processes (``cpu_time_overhead_pct``,
+    None unless every paired run measured them) and, apart, the training processes' alone
+    (``cpu_time_overhead_pct_without_sandbox``). Empty without lemon runs; overheads None without a
+    pair."""
     if not lemon:
         return {}
     cost = {k: float(np.sum([r["cost"][k] for r in lemon])) for k in COST_KEYS}
@@ -440,12 +543,15 @@ def replay_cost(lemon: list[dict[str, Any]], replay_free: list[dict[str, Any]]) 
     out: dict[str, Any] = {
         "wall_time_overhead_pct": None,
         "cpu_time_overhead_pct": None,
+        "cpu_time_overhead_pct_without_sandbox": None,
         "extra_executions_per_episode": cost["executions"] / max(cost["episodes"], 1.0),
         "invalid_final_per_episode": cost["invalid_final"] / max(cost["episodes"], 1.0),
         "nodes_rerun_per_execution": cost["nodes_run"] / max(cost["executions"], 1.0),
         "replay_share_pct": 100.0 * cost["seconds"] / max(train - cost["seconds"], 1e-9),
         "lemon_train_s": None,
         "replay_free_train_s": None,
+        "lemon_train_cpu_s": None,
+        "replay_free_train_cpu_s": None,
         "paired_seeds": [],
         "lemon_paper_overhead_pct": 12.0,
     }
@@ -464,7 +570,14 @@ def replay_cost(lemon: list[dict[str, Any]], replay_free: list[dict[str, Any]]) 
         out["lemon_train_s"], out["replay_free_train_s"] = wall
         out["paired_seeds"] = sorted(r["seed"] for r, _ in pairs)
         out["wall_time_overhead_pct"] = 100.0 * (wall[0] / max(wall[1], 1e-9) - 1.0)
-        out["cpu_time_overhead_pct"] = 100.0 * (cpu[0] / max(cpu[1], 1e-9) - 1.0)
+        out["cpu_time_overhead_pct_without_sandbox"] = 100.0 * (cpu[0] / max(cpu[1], 1e-9) - 1.0)
+        if all("train_sandbox_cpu_s" in run for pair in pairs for run in pair):
+            total = [
+                float(np.sum([pair[i]["train_cpu_s"] + pair[i]["train_sandbox_cpu_s"] for pair in pairs]))
+                for i in (0, 1)
+            ]
+            out["lemon_train_cpu_s"], out["replay_free_train_cpu_s"] = total
+            out["cpu_time_overhead_pct"] = 100.0 * (total[0] / max(total[1], 1e-9) - 1.0)
     return out
 
 
@@ -488,32 +601,48 @@ def improvement_over(finals: dict[str, list[float]], baseline: str) -> dict[str,
     return out
 
 
+X_LABELS = {"steps": "env steps", "executions": "scored executions (env steps + replays)"}
+"""The x-axes of the curves (``curve_summary``'s ``axis``)."""
+
+
 def plot(results: dict[str, Any], path: Path) -> None:
+    """One row per env: its metric against env steps and, where runs recorded them, against scored
+    executions (a step curve: each run counts with its last evaluation within x), then the held-out
+    team return against env steps."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    panels = []
+    rows = []
     for env, res in results.items():
         if isinstance(res, dict) and "curves" in res:
-            panels.append((env, res["curves"], res["metric"]))
+            row = [(res["curves"], res["metric"], "steps")]
+            if res.get("curves_executions"):
+                row.append((res["curves_executions"], res["metric"], "executions"))
             if "curves_return" in res:
-                panels.append((env, res["curves_return"], "held-out team return (sum over agents)"))
-    if not panels:
+                row.append((res["curves_return"], "held-out team return (sum over agents)", "steps"))
+            rows.append((env, row))
+    if not rows:
         return
-    fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.6), squeeze=False)
-    for ax, (env, curves, metric) in zip(axes[0], panels, strict=True):
-        for algo, c in curves.items():
-            (line,) = ax.plot(c["steps"], c["iqm"], marker="o", ms=3, label=algo)
-            ax.fill_between(c["steps"], c["low"], c["high"], alpha=0.2, color=line.get_color())
-        if metric == "held-out success":
-            ax.axhline(THRESHOLD, ls=":", c="grey", lw=1)
-            ax.set_ylim(-0.05, 1.05)
-        ax.set_title(f"{env} ({results[env]['seeds']} seeds, IQM, 95% CI)", fontsize=9)
-        ax.set_xlabel("env steps")
-        ax.set_ylabel(metric.split(" (")[0], fontsize=8)
-        ax.legend(fontsize=7)
+    width = max(len(row) for _, row in rows)
+    fig, axes = plt.subplots(len(rows), width, figsize=(4.2 * width, 3.6 * len(rows)), squeeze=False)
+    for ax_row, (env, row) in zip(axes, rows, strict=True):
+        for ax in ax_row[len(row) :]:
+            ax.set_visible(False)
+        for ax, (curves, metric, axis) in zip(ax_row, row, strict=False):
+            step = "post" if axis == "executions" else None
+            drawstyle = "steps-post" if step else "default"
+            for algo, c in curves.items():
+                (line,) = ax.plot(c[axis], c["iqm"], marker="o", ms=3, label=algo, drawstyle=drawstyle)
+                ax.fill_between(c[axis], c["low"], c["high"], alpha=0.2, color=line.get_color(), step=step)
+            if metric == "held-out success":
+                ax.axhline(THRESHOLD, ls=":", c="grey", lw=1)
+                ax.set_ylim(-0.05, 1.05)
+            ax.set_title(f"{env} ({results[env]['seeds']} seeds, IQM, 95% CI)", fontsize=9)
+            ax.set_xlabel(X_LABELS[axis])
+            ax.set_ylabel(metric.split(" (")[0], fontsize=8)
+            ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -666,6 +795,15 @@ def write_results(
             "steps_to_0_8_ci95": (
                 "IQM over seeds of each seed's first evaluation at >= 0.8, 95% bootstrap CI; a seed "
                 "that never reaches 0.8 (steps_to_0_8_never) counts as the budget: a lower bound"
+            ),
+            "executions": (
+                "scored executions: env steps sampled (each executes and scores the team's spec) plus "
+                "LEMON's counterfactual replays, from the end of the warm start, evaluations not counted"
+            ),
+            "executions_to_0_8": (
+                "scored executions at which the IQM (over seeds) of held-out success first reaches 0.8, "
+                "each seed counted at x with its last evaluation within x executions; null for runs "
+                "logged without their executions"
             ),
         },
     }

@@ -207,10 +207,11 @@ def credit_section(credit: ModuleType, section: CreditSection) -> list[str]:
     out = [
         f"### {section.title}",
         "",
-        f"{AGENTS[level]} agents, {bench.budget:,} env steps per run after the warm start (the expert "
-        f"cloned on {bench.warm_start['episodes']} training tasks for {bench.warm_start['epochs']} "
-        f"epochs), greedy held-out success on the same {bench.eval_episodes} held-out tasks right "
-        f"after the warm start and every {bench.eval_every * bench.batch:,} env steps. IQM over seeds "
+        f"{AGENTS[level]} agents, {d['budget_env_steps']:,} env steps per run after the warm start "
+        f"(the expert cloned on {bench.warm_start['episodes']} training tasks for "
+        f"{bench.warm_start['epochs']} epochs), greedy held-out success on the same "
+        f"{bench.eval_episodes} held-out tasks right after the warm start and every "
+        f"{bench.eval_every * bench.batch:,} env steps. IQM over seeds "
         "[95% stratified-bootstrap CI].",
         "",
         *commands("Produced by", list(section.produced)),
@@ -218,10 +219,25 @@ def credit_section(credit: ModuleType, section: CreditSection) -> list[str]:
         *commands("Summarised by", [f"python benchmarks/credit.py --summarise {logs}"]),
         "",
     ]
+    # columns of the runs that recorded them: scored executions (env steps plus replays) and
+    # P(> lemon_gae) where lemon_gae ran
+    executed = any(x is not None for x in d["executions_per_run"].values())
+    baselines = [b for b in ("ippo", "lemon_gae") if d[f"p_improvement_vs_{b}"]]
     rows = []
     for algo, finals in d["final_per_seed"].items():
         reach = d["steps_to_0_8_per_seed"][algo]
-        p = d["p_improvement_vs_ippo"].get(algo)
+        by_executions = []
+        if executed:
+            per_run, seed_reach = d["executions_per_run"][algo], d["executions_to_0_8_per_seed"][algo]
+            by_executions = [
+                "–" if per_run is None else f"{per_run:,.0f}",
+                steps(d["executions_to_0_8"][algo]),
+                "–" if seed_reach is None else ", ".join(steps(s) for s in seed_reach),
+            ]
+        improvement = []
+        for baseline in baselines:
+            p = d[f"p_improvement_vs_{baseline}"].get(algo)
+            improvement.append("–" if p is None else f"{p[0]:.2f} {ci(p[1:], 2)}")
         rows.append(
             [
                 algo,
@@ -230,7 +246,8 @@ def credit_section(credit: ModuleType, section: CreditSection) -> list[str]:
                 ", ".join(f"{v:.2f}" for v in finals),
                 steps(d["steps_to_0_8"][algo]),
                 ", ".join(steps(s) for s in reach),
-                "–" if p is None else f"{p[0]:.2f} {ci(p[1:], 2)}",
+                *by_executions,
+                *improvement,
                 f"{num(d['final_iqm_return'][algo], 2)} {ci(d['ci95_return'][algo], 2)}",
                 num(d["critic_explained_variance"][algo], 2),
                 f"{d['wall_s_per_run'][algo]:,.0f}",
@@ -243,7 +260,12 @@ def credit_section(credit: ModuleType, section: CreditSection) -> list[str]:
         "per seed",
         "env steps to 0.8 (IQM curve)",
         "per seed",
-        "P(> ippo) [CI]",
+        *(
+            ["scored executions per run", "scored executions to 0.8 (IQM curve)", "per seed"]
+            if executed
+            else []
+        ),
+        *(f"P(> {baseline}) [CI]" for baseline in baselines),
         "final held-out team return",
         "critic explained variance",
         "wall s per run",
@@ -270,11 +292,18 @@ def credit_section(credit: ModuleType, section: CreditSection) -> list[str]:
             f"{cost['replay_share_pct']:.1f}%;",
         ]
         if cost["paired_seeds"]:
+            alone = pct(cost["cpu_time_overhead_pct_without_sandbox"])
+            cpu = (
+                f"{pct(cost['cpu_time_overhead_pct'])} CPU time of the training processes and the sandbox "
+                f"workers ({alone} of the training processes alone)"
+                if cost["cpu_time_overhead_pct"] is not None
+                # runs logged before the sandbox workers' CPU was measured
+                else f"{alone} CPU time of the training processes (the sandbox workers' CPU is not counted)"
+            )
             out.append(
                 f"- lemon's training time over lemon_gae's (the same runs without replay), seeds "
                 f"{seed_range(cost['paired_seeds'])}: {pct(cost['wall_time_overhead_pct'])} wall time, "
-                f"{pct(cost['cpu_time_overhead_pct'])} CPU time of the training processes (the sandbox "
-                "workers' CPU is not counted)."
+                f"{cpu}."
             )
         else:
             out.append("- no lemon_gae runs to compare training time with.")
@@ -298,9 +327,12 @@ def credit_part() -> list[str]:
         "env, every algorithm from the same warm start with the same PPO settings and env-step "
         "budget, each run in process (no Ray, one torch thread) on a 2-core machine shared with "
         "other jobs. Final = the last evaluation; steps to 0.8 = the first evaluation at which the "
-        "IQM curve (or a seed) reaches 0.8 held-out success; P(> ippo) = the probability that a run "
-        "ends above an ippo run (0.5: a match); critic explained variance = the IQM of each run's "
-        "mean `vf_explained_var` (for the COMAs, of Q(s, u)). Team returns are summed over agents.",
+        "IQM curve (or a seed) reaches 0.8 held-out success; scored executions = env steps plus "
+        "lemon's replays (each executes a spec in the sandbox and scores it; runs logged before they "
+        "were recorded have no such columns); P(> ippo) = the probability that a run ends above an "
+        "ippo run (0.5: a match), P(> lemon_gae) the same against lemon_gae; critic explained "
+        "variance = the IQM of each run's mean `vf_explained_var` (for the COMAs, of Q(s, u)). Team "
+        "returns are summed over agents.",
         "",
         "These runs predate the observation without the solver's conclusions (commit 3c8600d): their "
         "agents saw the solver's prior and candidate lists ranked by it. On today's env the same "

@@ -1,5 +1,5 @@
-"""The credit benchmark's command line, its coma-vs-ippo statistic and its first reach of 0.8 (no
-training: no Ray, no env)."""
+"""The credit benchmark's command line, its coma-vs-ippo statistic, its first reach of 0.8 against
+env steps and against scored executions, and its replay cost (no training: no Ray, no env)."""
 
 from __future__ import annotations
 
@@ -63,10 +63,19 @@ def test_improvement_over_ippo_is_the_share_of_run_pairs_won(credit: ModuleType)
     assert out["lemon"] == pytest.approx([1.0, 1.0, 1.0])
 
 
-def fake_run(train_s: float, cpu_s: float, executions: float = 0.0, invalid: float = 0.0) -> dict:
+def fake_run(
+    train_s: float,
+    cpu_s: float,
+    executions: float = 0.0,
+    invalid: float = 0.0,
+    sandbox_cpu_s: float | None = None,
+) -> dict:
+    """A run's time and replay figures; ``sandbox_cpu_s`` None: logged before the sandbox's CPU was."""
+    sandbox = {} if sandbox_cpu_s is None else {"train_sandbox_cpu_s": sandbox_cpu_s}
     return {
         "train_s": train_s,
         "train_cpu_s": cpu_s,
+        **sandbox,
         "cost": {
             "executions": executions,
             "seconds": 1.0,
@@ -84,7 +93,8 @@ def test_replay_cost_compares_lemon_with_its_replay_free_runs(credit: ModuleType
         a["seed"] = b["seed"] = seed
     cost = credit.replay_cost(lemon, replay_free)
     assert cost["wall_time_overhead_pct"] == pytest.approx(25.0)  # 25 s against 20 s
-    assert cost["cpu_time_overhead_pct"] == pytest.approx(10.0)  # 22 s against 20 s
+    assert cost["cpu_time_overhead_pct_without_sandbox"] == pytest.approx(10.0)  # 22 s against 20 s
+    assert cost["cpu_time_overhead_pct"] is None  # the sandbox's CPU was not measured
     assert cost["extra_executions_per_episode"] == pytest.approx(30.0 / 20.0)
     assert cost["invalid_final_per_episode"] == pytest.approx(1.0 / 20.0)
     assert cost["nodes_rerun_per_execution"] == pytest.approx(12.0 / 30.0)
@@ -108,20 +118,43 @@ def test_replay_cost_compares_only_seeds_that_both_ran_with_the_same_optimizer_s
     assert credit.replay_cost(lemon, [{**fake_run(9.0, 9.0), "seed": 7}])["wall_time_overhead_pct"] is None
 
 
-def test_printed_report_has_exactly_the_five_keys_per_env_and_algorithm(credit: ModuleType) -> None:
+def test_the_replay_cost_in_cpu_time_counts_the_sandbox_workers(credit: ModuleType) -> None:
+    # lemon: 10 s in its process + 8 s in the sandbox's; lemon_gae: 9 s + 3 s, on each seed
+    lemon = [{**fake_run(12.0, 10.0, executions=10.0, sandbox_cpu_s=8.0), "seed": s} for s in (0, 1)]
+    replay_free = [{**fake_run(10.0, 9.0, sandbox_cpu_s=3.0), "seed": s} for s in (0, 1)]
+    cost = credit.replay_cost(lemon, replay_free)
+    assert cost["cpu_time_overhead_pct"] == pytest.approx(50.0)  # 36 s against 24 s
+    assert cost["cpu_time_overhead_pct_without_sandbox"] == pytest.approx(100.0 / 9.0)  # 20 s against 18 s
+    assert (cost["lemon_train_cpu_s"], cost["replay_free_train_cpu_s"]) == pytest.approx((36.0, 24.0))
+    replay_free[1] = {**fake_run(10.0, 9.0), "seed": 1}  # one paired run without the sandbox's CPU
+    assert credit.replay_cost(lemon, replay_free)["cpu_time_overhead_pct"] is None
+
+
+def test_printed_report_has_exactly_the_seven_keys_per_env_and_algorithm(credit: ModuleType) -> None:
     details = {
         env: {
             "final_iqm": {"ippo": 0.4, "lemon": 0.8},
             "ci95": {"ippo": [0.3, 0.5], "lemon": [0.7, 0.9]},
             "steps_to_0_8": {"ippo": None, "lemon": 6000},
+            "executions_to_0_8": {"ippo": None, "lemon": 20000},
             "p_improvement_vs_ippo": {"lemon": [1.0, 1.0, 1.0]},
+            "p_improvement_vs_lemon_gae": {},
             "replay_cost": {"wall_time_overhead_pct": 20.0},
             "curves": {},
         }
         for env in ("orchestration_l2", "orchestration_l3")
     }
     out = credit.report(details)
-    assert list(out) == ["final_iqm", "ci95", "steps_to_0_8", "p_improvement_vs_ippo", "replay_cost"]
+    assert list(out) == [
+        "final_iqm",
+        "ci95",
+        "steps_to_0_8",
+        "executions_to_0_8",
+        "p_improvement_vs_ippo",
+        "p_improvement_vs_lemon_gae",
+        "replay_cost",
+    ]
+    assert out["executions_to_0_8"]["orchestration_l2"] == {"ippo": None, "lemon": 20000}
     assert out["final_iqm"]["orchestration_l3"]["lemon"] == 0.8
     assert out["replay_cost"]["orchestration_l2"] == {"wall_time_overhead_pct": 20.0}
 
@@ -144,10 +177,12 @@ def test_lemon_uncentred_is_lemon_without_centring_and_opt_in(credit: ModuleType
     assert "lemon_uncentred" not in credit.ALGORITHMS  # not in the default set
 
 
-def logged_run(finals: list[float], wall_s: float) -> dict:
-    """A run as ``train_run`` returns it: held-out success and return at 0, 1,000 and 2,000 steps."""
+def logged_run(finals: list[float], wall_s: float, executions: list[int] | None = None) -> dict:
+    """A run as ``train_run`` returns it: held-out success and return at 0, 1,000 and 2,000 steps,
+    and the scored executions at each (None: a run logged before they were recorded)."""
     return {
         "steps": [0, 1000, 2000],
+        **({} if executions is None else {"executions": executions}),
         "curves": {"success": finals, "return": [2.0 * f for f in finals]},
         "env_steps_sampled": 2000,
         "wall_s": wall_s,
@@ -297,3 +332,96 @@ def test_a_log_that_cannot_be_a_file_exits_naming_it(
     assert exit_info.value.code == 2
     assert str(tmp_path / where) in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
+
+
+def summarised(credit: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str], runs: list) -> tuple:
+    """(printed report, saved details of orchestration_l4) of ``--summarise`` over a log holding
+    ``runs``, each ``(algo, seed, run)``."""
+    log = tmp_path / "l4.log"
+    log.write_text(
+        "".join(f"{credit.RUN_LINE} {json.dumps(['orchestration_l4', a, s, r])}\n" for a, s, r in runs)
+    )
+    credit.main(["--summarise", str(log), "--out", str(tmp_path / "out")])
+    printed = json.loads(capsys.readouterr().out)
+    return printed, json.loads((tmp_path / "out" / "credit.json").read_text())["details"]["orchestration_l4"]
+
+
+def test_summarise_puts_every_algorithm_on_scored_executions(
+    credit: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # ippo: no replays, every seed at the same executions; at 1,008 the seeds' held-out successes
+    # out of 30 tasks are 18, 18, 24, 30, 30: an IQM of exactly 24/30, which reaches 0.8
+    ippo = [(s, logged_run([0.0, v, 1.0], 6.0, [0, 1008, 2016])) for s, v in enumerate([0.6, 0.6, 0.8, 1, 1])]
+    # lemon: replays make each seed spend its own executions; seed 2 never reaches 0.8
+    lemon = [
+        (0, logged_run([0.0, 1.0, 1.0], 9.0, [0, 2000, 4000])),
+        (1, logged_run([0.0, 0.2, 1.0], 9.0, [0, 5000, 10000])),
+        (2, logged_run([0.0, 0.5, 0.5], 9.0, [0, 6000, 12000])),
+    ]
+    replay_free = [(s, logged_run([0.0, f, f], 6.0, [0, 1008, 2016])) for s, f in enumerate([0.2, 0.4, 0.6])]
+    runs = (
+        [("ippo", *r) for r in ippo]
+        + [("lemon", *r) for r in lemon]
+        + [("lemon_gae", *r) for r in replay_free]
+    )
+    printed, details = summarised(credit, tmp_path, capsys, runs)
+    assert list(printed) == list(credit.REPORT_KEYS)
+    assert printed["executions_to_0_8"]["orchestration_l4"] == {
+        "ippo": 1008,
+        "lemon": 10000,
+        "lemon_gae": None,
+    }
+    # lemon at x executions counts each seed's last evaluation within x (seed 0's run ended at
+    # 4,000 with 1.0): at 10,000 the seeds stand at 1.0, 1.0 and 0.5, first IQM over 0.8. By env
+    # steps it gets there at 2,000; averaging the seeds' executions per evaluation would say 8,667.
+    assert printed["steps_to_0_8"]["orchestration_l4"]["lemon"] == 2000
+    assert details["executions_to_0_8_per_seed"]["lemon"] == [2000, 10000, None]
+    assert details["curves_executions"]["lemon"]["executions"] == [0, 2000, 4000, 5000, 6000, 10000, 12000]
+    assert details["curves_executions"]["lemon"]["iqm"] == pytest.approx(
+        [0.0, 1 / 3, 1 / 3, 0.4, 1.7 / 3, 2.5 / 3, 2.5 / 3]
+    )
+    assert details["executions_per_run"]["lemon"] == pytest.approx(26000 / 3)
+    # a seed that never reaches 0.8 counts at its run's own budget (2,000), not the bench's
+    assert details["budget_env_steps"] == 2000
+    assert details["steps_to_0_8_seed_iqm"]["lemon"] == pytest.approx(5000 / 3)  # 1,000, 2,000, 2,000
+    # P(X > lemon_gae) from the finals: lemon's 1.0, 1.0, 0.5 against 0.2, 0.4, 0.6 win 8 pairs of 9
+    versus = printed["p_improvement_vs_lemon_gae"]["orchestration_l4"]
+    assert set(versus) == {"ippo", "lemon"}
+    assert versus["lemon"][0] == pytest.approx(8 / 9) and versus["ippo"] == pytest.approx([1.0, 1.0, 1.0])
+    assert printed["p_improvement_vs_ippo"]["orchestration_l4"]["lemon"][0] == pytest.approx(1 / 3)
+
+
+def test_runs_logged_without_their_executions_get_null_executions_figures(
+    credit: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    old = [0.0, 0.9, 0.9]  # reaches 0.8: only the missing record leaves its executions null
+    runs = [("ippo", s, logged_run(old, 6.0)) for s in (0, 1)]
+    runs += [("lemon", 0, logged_run(old, 9.0, [0, 3000, 6000])), ("lemon", 1, logged_run(old, 9.0))]
+    runs += [("lemon_gae", s, logged_run([0.0, 0.5, 0.5], 6.0)) for s in (0, 1)]
+    printed, details = summarised(credit, tmp_path, capsys, runs)
+    assert printed["executions_to_0_8"]["orchestration_l4"] == {
+        "ippo": None,
+        "lemon": None,
+        "lemon_gae": None,
+    }
+    assert printed["steps_to_0_8"]["orchestration_l4"] == {"ippo": 1000, "lemon": 1000, "lemon_gae": None}
+    assert details["executions_per_run"] == {"ippo": None, "lemon": None, "lemon_gae": None}
+    assert details["executions_to_0_8_per_seed"]["lemon"] is None  # one of its seeds lacks the record
+    assert details["curves_executions"] == {}
+    # P(> lemon_gae) needs only the finals: the old logs' runs have it
+    assert printed["p_improvement_vs_lemon_gae"]["orchestration_l4"]["ippo"] == pytest.approx([1.0, 1.0, 1.0])
+
+
+def test_the_full_run_trains_every_algorithm_five_seeds_at_levels_4_and_5(
+    credit: ModuleType, in_threads: list, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(credit, "warm_task_store", lambda chosen, pool, jobs: {})  # no 2,000 tasks
+    credit.main(["--out", str(tmp_path / "out")])
+    envs = ("orchestration_l4", "orchestration_l5")
+    assert sorted(in_threads) == sorted((e, a, s) for e in envs for a in credit.ALGORITHMS for s in range(5))
+    assert "lemon_gae" in credit.ALGORITHMS
+    full = credit.benches(quick=False)
+    assert [n for n, b in full.items() if b.default] == list(envs)
+    assert full["orchestration_l5"].kwargs["level"] == 5 and full["orchestration_l5"].scored_executions
+    assert full["orchestration_l4"].budget == full["orchestration_l5"].budget
+    assert {"orchestration_l2", "orchestration_l3"} <= set(full)  # the saved logs' levels, by --envs

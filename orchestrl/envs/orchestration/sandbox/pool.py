@@ -707,6 +707,16 @@ def release_shared_pool(pool: SandboxPool) -> None:
     pool.close()
 
 
+def shared_pool_cpu_seconds() -> float:
+    """:meth:`SandboxPool.cpu_seconds` of this process's process-wide pool (its zygote, workers and
+    their job processes, retired workers included), 0.0 while it runs none; starts nothing. The
+    workers are not this process's children, so its own CPU time (``time.process_time``) misses
+    what its envs' executions cost: a benchmark adds this difference over the span it measures."""
+    with _SHARED_LOCK:
+        pool = _SHARED if _SHARED_PID == os.getpid() else None
+    return 0.0 if pool is None else pool.cpu_seconds()
+
+
 def close_shared_pool() -> None:
     """Stops the process-wide pool (a later :func:`shared_pool` starts a new one)."""
     global _SHARED
