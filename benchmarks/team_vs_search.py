@@ -33,7 +33,8 @@ executions, :func:`~orchestrl.envs.orchestration.solver.answer_at`) runs ``k`` p
 
 The warm start (``--warm-episodes`` expert episodes cloned, then ``--dagger-rounds`` of DAgger on
 the same tasks) and the actor (``model.option_rows``: each candidate duty scored given the role) are
-the same for every kind.
+the same for every kind: one clone per level and seed, kept under ``--out``'s cache
+(``warm_start.reuse``) by the first kind that starts and loaded by the others.
 
 Each finished run prints one line (``team-vs-search-run [level, kind, seed, run]``, the run's
 settings in it) and appends it to ``--log`` (one log per setting); a second invocation with the same
@@ -127,11 +128,14 @@ QUICK = Settings(
 
 
 # ------------------------------------------------------------------------------ one run
-def experiment(settings: Settings, level: int, kind: str, seed: int) -> dict[str, Any]:
-    """The experiment a team kind trains (``bc_only`` builds ippo's modules and never samples)."""
+def experiment(settings: Settings, level: int, kind: str, seed: int, run_dir: Path) -> dict[str, Any]:
+    """The experiment a team kind trains (``bc_only`` builds ippo's modules and never samples). Its
+    warm start is kept in ``run_dir``'s cache (``warm_start.reuse``): the kinds of one level and
+    seed start from one clone, made by whichever starts first."""
     return {
         "name": f"team_vs_search_l{level}_{kind}",
         "seed": seed,
+        "run_dir": str(run_dir),
         "env": {
             "name": "orchestration",
             "kwargs": {"level": level, "rounds": ROUNDS, "task_pool": TASK_POOL},
@@ -142,6 +146,7 @@ def experiment(settings: Settings, level: int, kind: str, seed: int) -> dict[str
             "episodes": settings.warm_episodes,
             "epochs": settings.warm_epochs,
             "dagger_rounds": settings.dagger_rounds,
+            "reuse": True,
         },
         "resources": {"env_runners": 0, "envs_per_env_runner": 4},
         "training": {
@@ -154,8 +159,11 @@ def experiment(settings: Settings, level: int, kind: str, seed: int) -> dict[str
     }
 
 
-def run(settings: Settings, level: int, kind: str, seed: int, clone_seconds: float = 0.0) -> dict[str, Any]:
-    """One run (in a worker process): the solver's figures, or one team trained and evaluated."""
+def run(
+    settings: Settings, level: int, kind: str, seed: int, run_dir: Path, clone_seconds: float = 0.0
+) -> dict[str, Any]:
+    """One run (in a worker process): the solver's figures, or one team trained and evaluated
+    (its experiment's run dir: ``run_dir``)."""
     if kind == "solver":
         return solver_run(settings, level)
     if kind == "random":
@@ -167,7 +175,7 @@ def run(settings: Settings, level: int, kind: str, seed: int, clone_seconds: flo
     from orchestrl.training.inprocess import InProcessTrainer
 
     started = time.perf_counter()
-    ppo = build_ppo_config(validate_config(experiment(settings, level, kind, seed)))
+    ppo = build_ppo_config(validate_config(experiment(settings, level, kind, seed, run_dir)))
     trainer = InProcessTrainer(ppo)
     warm_s = time.perf_counter() - started
     steps, replays, train_s, labelled = 0, 0.0, 0.0, 0
@@ -538,7 +546,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                 if budget is None and "lemon" in args.kinds:
                     continue  # its seed's lemon run is still training
                 todo.remove(key)
-                pending[pool.submit(run, settings, level, kind, seed, budget or 0.0)] = key
+                pending[pool.submit(run, settings, level, kind, seed, args.out, budget or 0.0)] = key
 
         submit_ready()
         while pending:

@@ -32,6 +32,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym
@@ -45,6 +46,7 @@ from ray.rllib.utils.spaces import space_utils
 
 from orchestrl.algorithms.context import WarmStartSection
 from orchestrl.algorithms.modules import chosen_actions
+from orchestrl.algorithms.warm_start_store import WarmStartStore
 from orchestrl.algorithms.weight_sync import sync_learner_weights
 from orchestrl.envs.spaces import MASK_KEY
 
@@ -55,6 +57,7 @@ if TYPE_CHECKING:
     from ray.rllib.env.multi_agent_env import MultiAgentEnv
 
     from orchestrl.algorithms.actor_critic import ActorCriticModule
+    from orchestrl.envs.info import EnvInfo
 
 log = logging.getLogger(__name__)
 
@@ -256,20 +259,44 @@ def clone_actors(
 class ActorWarmStart:
     """The warm-start hook of actor-critic teams: collects the expert's demonstrations on the
     experiment's env and clones them into one learner's actors (picklable, so it also runs on
-    remote learners)."""
+    remote learners). With a ``store`` (``warm_start.reuse``) a clone another run of the same warm
+    start made is loaded instead, and one made here is stored (:mod:`.warm_start_store`)."""
 
     def __init__(
-        self, settings: WarmStartSection, env_config: Mapping[str, Any], agent_to_module: Any, seed: int
+        self,
+        settings: WarmStartSection,
+        env_config: Mapping[str, Any],
+        agent_to_module: Any,
+        seed: int,
+        store: WarmStartStore | None = None,
     ) -> None:
         self.settings = settings
         self.env_config = dict(env_config)
         self.agent_to_module = agent_to_module
         self.seed = seed
+        self.store = store
 
     def __call__(self, learner: Learner, **kwargs: Any) -> dict[str, list[float]]:
+        modules = {mid: m.unwrapped() for mid, m in learner.module.items()}
+        if self.store is None:
+            return self.clone(modules)
+        served = getattr(self.agent_to_module, "table", None) or {"mapping": repr(self.agent_to_module)}
+        key = self.store.key(
+            self.settings.model_dump(mode="json"), self.env_config, self.seed, served, modules
+        )
+        with self.store.claimed(key) as path:
+            history = self.store.load(path, modules)
+            if history is not None:
+                log.info("warm start: the actors cloned by an earlier run, %s", path)
+                return history
+            history = self.clone(modules)
+            self.store.save(path, modules, history)
+            return history
+
+    def clone(self, modules: Mapping[str, ActorCriticModule]) -> dict[str, list[float]]:
+        """Clones the expert into ``modules``' actors, DAgger rounds included; the losses per epoch."""
         settings, config = self.settings, self.env_config
         demos = expert_demonstrations(config, settings.episodes, seed=self.seed, noise=settings.noise)
-        modules = {mid: m.unwrapped() for mid, m in learner.module.items()}
         history = clone_actors(modules, demos, self.agent_to_module, settings, self.seed)
         player = SampledActions(modules, self.agent_to_module)  # the modules as each round leaves them
         for k in range(1, settings.dagger_rounds + 1):  # DAgger: Ross et al. 2011, Algorithm 3.1
@@ -310,13 +337,21 @@ def with_warm_start(ppo: PPOConfig, hook: WarmStartHook) -> PPOConfig:
     return with_callbacks(ppo.learners(learner_config_dict={WARM_START_KEY: hook}), WarmStartCallbacks)
 
 
-def with_expert_warm_start(ppo: PPOConfig, settings: WarmStartSection, env_name: str) -> PPOConfig:
-    """The actor-critic warm start (:class:`ActorWarmStart`) when ``settings`` ask for one; refuses,
-    with the key in the message, an env without an expert."""
+def with_expert_warm_start(ppo: PPOConfig, settings: WarmStartSection, env: EnvInfo) -> PPOConfig:
+    """The actor-critic warm start (:class:`ActorWarmStart`) when ``settings`` ask for one, kept in
+    the run dir's cache of ``env`` with ``settings.reuse``; refuses, with the key in the message, an
+    env without an expert."""
     if not settings.episodes:
         return ppo
-    require_expert(env_name)
-    hook = ActorWarmStart(settings, ppo.env_config, ppo.policy_mapping_fn, seed=ppo.seed or 0)
+    require_expert(env.name)
+    store = None
+    if settings.reuse:
+        if env.cache_dir is None:
+            from orchestrl.errors import ConfigError
+
+            raise ConfigError(f"warm_start.reuse: env '{env.name}' was built without a run dir cache")
+        store = WarmStartStore(Path(env.cache_dir) / "warm_starts")
+    hook = ActorWarmStart(settings, ppo.env_config, ppo.policy_mapping_fn, seed=ppo.seed or 0, store=store)
     return with_warm_start(ppo, hook)
 
 

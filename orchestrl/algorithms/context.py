@@ -52,6 +52,11 @@ class WarmStartSection(BaseModel):
     """After cloning, rounds of DAgger: the actors play ``episodes`` episodes with their own sampled
     actions, the expert labels every step, and the actors are cloned again on everything gathered
     (actor-critic algorithms)."""
+    reuse: bool = False
+    """Keep the cloned actors in the run dir's cache and load them in a later run of the same env
+    whose warm start would be the same (these settings, seed, agents' modules, actor shapes and
+    code), instead of cloning again: runs that differ in their RL algorithm or its settings then
+    start from one clone (actor-critic algorithms; see ``behaviour_cloning.WarmStartStore``)."""
 
 
 @dataclass(frozen=True)

@@ -3,11 +3,16 @@ actor (in-process, no Ray), and its bad configurations fail with one clear line.
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 import gymnasium as gym
 import numpy as np
 import pytest
+import torch
 from credit_helpers import expert_agreement, tiny, trainer
 
+from orchestrl.algorithms import behaviour_cloning
 from orchestrl.algorithms.behaviour_cloning import SampledActions, expert_demonstrations, random_valid_action
 from orchestrl.envs.orchestration.planning.env import CANDIDATE_FEATURES, CONTEXT
 from orchestrl.envs.rllib_env import env_config
@@ -39,6 +44,50 @@ def test_warm_start_clones_the_expert_into_every_actor(algo: str, option_rows: b
             assert np.isfinite(t.step(60)["shared"]["policy_loss"])
     finally:
         t.stop()
+
+
+def reused_warm_start(algo: str, run_dir: Path, **warm: Any) -> tuple[dict[str, torch.Tensor], dict]:
+    """A level-1 team's actor weights right after a warm start with ``reuse``, and its report."""
+    data = tiny(
+        algo,
+        "orchestration",
+        kwargs={"level": 1, "task_pool": 20},
+        model={"option_rows": True},
+        warm_start={"episodes": 6, "epochs": 2, "dagger_rounds": 1, "reuse": True, **warm},
+    )
+    t = trainer({**data, "run_dir": str(run_dir)})
+    try:
+        actor = t.learner.module["shared"].unwrapped().actor.state_dict()
+        return {name: value.clone() for name, value in actor.items()}, dict(t.warm_start)
+    finally:
+        t.stop()
+
+
+def test_a_reused_warm_start_is_cloned_once_for_the_algorithms_that_share_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    lemon, lemon_report = reused_warm_start("lemon", tmp_path)
+    store = tmp_path / "cache" / "orchestration" / "warm_starts"
+    assert len(list(store.glob("*.pt"))) == 1
+    played: list[int] = []
+    play = behaviour_cloning.expert_demonstrations
+    monkeypatch.setattr(
+        behaviour_cloning, "expert_demonstrations", lambda *a, **k: played.append(1) or play(*a, **k)
+    )
+    ippo, ippo_report = reused_warm_start("ippo", tmp_path)  # another critic, the same actor and clone
+    assert not played and ippo_report == lemon_report
+    assert all(torch.equal(ippo[name], lemon[name]) for name in lemon)
+    reused_warm_start("ippo", tmp_path, epochs=3)  # another warm start: cloned, and kept beside it
+    assert played and len(list(store.glob("*.pt"))) == 2
+
+
+def test_an_unreadable_stored_clone_is_cloned_again(tmp_path: Path) -> None:
+    first, _ = reused_warm_start("ippo", tmp_path)
+    (stored,) = (tmp_path / "cache" / "orchestration" / "warm_starts").glob("*.pt")
+    stored.write_bytes(b"truncated")
+    again, _ = reused_warm_start("ippo", tmp_path)
+    assert all(torch.equal(again[name], first[name]) for name in first)  # the same clone, made again
+    assert stored.stat().st_size > len(b"truncated")
 
 
 def test_option_rows_are_refused_on_an_env_that_lays_out_none() -> None:

@@ -111,26 +111,28 @@ def test_a_team_answers_after_k_rounds_as_solver_k_answers_after_k_executions(
     assert answer_index(held) == chosen
 
 
-def test_each_kind_runs_and_reports_success_after_every_round(bench: ModuleType) -> None:
+def test_each_kind_runs_and_reports_success_after_every_round(bench: ModuleType, tmp_path: Path) -> None:
     """Level 1, a handful of tasks: the solver, the random team, a team after one PPO update, and
     cloning continued."""
     tiny = dataclasses.replace(
         bench.QUICK, levels=(1,), heldout_tasks=2, warm_episodes=4, warm_epochs=1, iterations=1, batch=6
     )
-    solver = bench.run(tiny, 1, "solver", 0)
+    solver = bench.run(tiny, 1, "solver", 0, tmp_path)
     assert solver["success_at_k"]["1"] == [1.0, 1.0] and solver["expert_executions_per_task"] >= 1
-    random_team = bench.run(tiny, 1, "random", 0)
+    random_team = bench.run(tiny, 1, "random", 0, tmp_path)
     assert [len(random_team["success_at_k"][str(k)]) for k in (1, 2, 3)] == [2, 2, 2]
     assert "agent_agrees_with_solver" not in random_team  # no solver search for a random team
-    ippo = bench.run(tiny, 1, "ippo", 0)
+    ippo = bench.run(tiny, 1, "ippo", 0, tmp_path)
     assert [len(ippo["success_at_k"][str(k)]) for k in (1, 2, 3)] == [2, 2, 2]
     assert ippo["success_at_k"]["1"] == ippo["last_round_success_at_k"]["1"]  # one round: no choice
     assert ippo["env_steps"] >= 6 and ippo["training_executions"] == ippo["env_steps"]
     assert 0.0 <= ippo["team_agrees_with_solver"] <= ippo["agent_agrees_with_solver"] <= 1.0
-    cloned = bench.run(tiny, 1, "bc_only", 0, clone_seconds=0.5)
+    cloned = bench.run(tiny, 1, "bc_only", 0, tmp_path, clone_seconds=0.5)
     assert cloned["env_steps"] == 0 and cloned["train_s"] >= 0.5
     assert cloned["expert_labelled_tasks"] >= 1  # one pass at least, each on tasks not seen yet
     assert [len(cloned["cloned"]["success_at_k"][str(k)]) for k in (1, 2, 3)] == [2, 2, 2]
+    # ippo's warm start was kept and cloning continued started from it: one clone for both kinds
+    assert len(list((tmp_path / "cache" / "orchestration" / "warm_starts").glob("*.pt"))) == 1
 
 
 @pytest.mark.parametrize("payload", ["{not json", '[4, "qmix", 0, {}]', '{"level": 4}', '[4, "lemon", 0]'])

@@ -90,4 +90,4 @@ def configure_credit(
         learner_config_dict={CREDIT_KEY: spec},
     )
     ppo = with_callbacks(ppo, CreditTableCallbacks, *callbacks)
-    return with_expert_warm_start(ppo, context.warm_start, env.name)
+    return with_expert_warm_start(ppo, context.warm_start, env)

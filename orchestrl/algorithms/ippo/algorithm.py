@@ -25,4 +25,4 @@ class IppoConfig(BaseModel):
 
 def configure_ippo(ppo: PPOConfig, knobs: IppoConfig, context: BuildContext) -> PPOConfig:
     ppo = with_actor_critic_modules(ppo, context, share_policy=knobs.share_policy, critic="local")
-    return with_expert_warm_start(ppo, context.warm_start, context.env.name)
+    return with_expert_warm_start(ppo, context.warm_start, context.env)

@@ -32,4 +32,4 @@ def configure_mappo(ppo: PPOConfig, knobs: MappoConfig, context: BuildContext) -
     ppo = ppo.learners(
         learner_connector=JointColumns(agents=env.agents, horizon=env.horizon, with_state=True)
     )
-    return with_expert_warm_start(ppo, context.warm_start, env.name)
+    return with_expert_warm_start(ppo, context.warm_start, env)

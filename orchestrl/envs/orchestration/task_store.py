@@ -24,10 +24,11 @@ import hashlib
 import os
 import pickle
 import sys
-import tempfile
 from importlib.metadata import version
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from orchestrl.files import write_atomically
 
 if TYPE_CHECKING:
     from orchestrl.envs.orchestration.tasks import Task
@@ -82,20 +83,7 @@ class TaskStore:
 
     def save_file(self, path: Path, task: Any) -> None:
         """Pickles ``task`` at ``path`` (as :meth:`save`)."""
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fd, part = tempfile.mkstemp(dir=path.parent, suffix=".part")
-        except OSError:
-            return
-        try:
-            with os.fdopen(fd, "wb") as handle:
-                pickle.dump(task, handle, protocol=pickle.HIGHEST_PROTOCOL)
-            os.replace(part, path)
-        except BaseException as exc:
-            with contextlib.suppress(OSError):
-                os.unlink(part)
-            if not isinstance(exc, OSError):
-                raise
+        write_atomically(path, lambda handle: pickle.dump(task, handle, protocol=pickle.HIGHEST_PROTOCOL))
 
 
 def active_store() -> TaskStore | None:
