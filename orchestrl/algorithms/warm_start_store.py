@@ -20,31 +20,18 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import functools
 import hashlib
 import json
-import sys
 from collections.abc import Iterator, Mapping
-from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from orchestrl.files import write_atomically
+from orchestrl.files import source_digest, write_atomically
 
 PACKAGE = Path(__file__).resolve().parents[1]
 """The orchestrl package, whose source a stored clone depends on (the env's expert, the actor)."""
-
-
-@functools.cache
-def code_digest(package: Path = PACKAGE) -> str:
-    """A digest of every module of ``package`` and of the Python, torch and numpy versions."""
-    digest = hashlib.blake2b(digest_size=8)
-    digest.update(f"{sys.version_info[:2]} torch {version('torch')} numpy {version('numpy')}".encode())
-    for path in sorted(package.rglob("*.py")):
-        digest.update(str(path.relative_to(package)).encode() + b"\0" + path.read_bytes())
-    return digest.hexdigest()
 
 
 class WarmStartStore:
@@ -77,7 +64,7 @@ class WarmStartStore:
                 }
                 for mid, m in sorted(modules.items())
             },
-            "code": code_digest(),
+            "code": source_digest(PACKAGE, ("torch", "numpy")),
         }
         text = json.dumps(payload, sort_keys=True, default=repr)
         return hashlib.blake2b(text.encode(), digest_size=12).hexdigest()

@@ -20,15 +20,12 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import hashlib
 import os
 import pickle
-import sys
-from importlib.metadata import version
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from orchestrl.files import write_atomically
+from orchestrl.files import source_digest, write_atomically
 
 if TYPE_CHECKING:
     from orchestrl.envs.orchestration.tasks import Task
@@ -42,11 +39,7 @@ def generator_digest(package: Path = PACKAGE) -> str:
     """A digest of every module of the orchestration package, its subpackages included (the
     generators and what they call), and of the Python, numpy and pandas versions: what a stored
     task depends on."""
-    digest = hashlib.blake2b(digest_size=8)
-    digest.update(f"{sys.version_info[:2]} numpy {version('numpy')} pandas {version('pandas')}".encode())
-    for path in sorted(package.rglob("*.py")):
-        digest.update(str(path.relative_to(package)).encode() + b"\0" + path.read_bytes())
-    return digest.hexdigest()
+    return source_digest(package, ("numpy", "pandas"))
 
 
 class TaskStore:
