@@ -1203,7 +1203,9 @@ def team_vs_search_section(d: dict[str, Any]) -> list[str]:
         "[95% bootstrap CI over tasks]. Every team has the same actor (each "
         "candidate duty scored given the role, `model.option_rows`) and starts from the solver cloned on "
         "the same training tasks, then DAgger rounds on them (the team plays, the solver labels); "
-        "cloning continued goes on that way, on new tasks, as long as lemon trained. "
+        "cloning continued goes on that way, on new tasks, as long as lemon trained. Seeds 3 and 4 "
+        "start every kind of a level from one stored clone (`warm_start.reuse`); the earlier seeds "
+        "cloned once per kind, from the same expert episodes. "
         "Training executions are env rounds plus lemon's replays; the executions of the search whose "
         "answers are cloned (the warm start's, and cloning continued's) come on top, about the "
         "search's executions per task for every episode cloned.",
@@ -1369,8 +1371,15 @@ SAVED = (
     Saved(
         "team_vs_search.json",
         "LEMON team against search at equal executions",
-        "python benchmarks/team_vs_search.py --seeds 3 --log benchmarks/logs/team_vs_search.log"
-        " && python benchmarks/team_vs_search.py --summarise benchmarks/logs/team_vs_search.log"
+        "python benchmarks/team_vs_search.py --levels 3 4 --seeds 3"
+        " --log benchmarks/logs/team_vs_search.log\n"
+        "python benchmarks/team_vs_search.py --levels 3 4 --seeds 2 --first-seed 3"
+        " --kinds lemon ippo bc_only --log benchmarks/logs/team_vs_search.log\n"
+        "python benchmarks/team_vs_search.py --levels 3 4 5 --kinds random"
+        " --log benchmarks/logs/team_vs_search.log\n"
+        "python benchmarks/team_vs_search.py --levels 5 --seeds 3 --log benchmarks/logs/team_vs_search.log"
+        "   # stopped after the solver and lemon's seeds 0-1\n"
+        "python benchmarks/team_vs_search.py --summarise benchmarks/logs/team_vs_search.log"
         " --out benchmarks/results",
         "python benchmarks/team_vs_search.py --log benchmarks/logs/team_vs_search.log  # levels 3-5, 5 seeds",
         team_vs_search_section,
