@@ -534,7 +534,11 @@ class _Builder:
         for s in shapes:
             if s.role in PREP_ROLES:
                 taken = {x.home for x in shapes if x.role in PREP_ROLES and x is not s}
-                drawn = [Stage(x.role, x.duty, x.home) for x in shapes if x.role in PREP_ROLES and x.duty]
+                drawn = [
+                    Stage(x.role, x.duty, x.home)
+                    for x in shapes
+                    if x.role in PREP_ROLES and x.duty is not None
+                ]
                 s.duty = self._prep_duty(s, sources, sourced[s.role], taken, drawn)
             elif s.role is Role.JOIN:
                 key = d.dims[s.home - 1].key
