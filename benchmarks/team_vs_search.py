@@ -261,7 +261,8 @@ def team_evaluation(trainer: Any, ppo: Any, settings: Settings, level: int) -> d
 
 def random_run(settings: Settings, level: int) -> dict[str, Any]:
     """A uniformly random team on the held-out tasks: every round each agent's action is drawn
-    uniformly among those its mask allows (a seeded draw per task), answered as the teams are."""
+    uniformly among those its mask allows (each agent's space seeded once, so a run repeats),
+    answered as the teams are."""
     from orchestrl.envs.spaces import MASK_KEY
 
     started = time.perf_counter()
