@@ -194,7 +194,8 @@ def main(argv: list[str] | None = None) -> dict:
     if bad:
         parser.error(f"--levels: unknown level(s) {bad} (known: {' '.join(map(str, sorted(LEVELS)))})")
     out = Path(args.out)
-    kept = kept_levels(out, {**settings, "quick": args.quick}, parser.error) if args.update else {}
+    recorded = {**settings, "quick": args.quick}  # what the output says it was measured with
+    kept = kept_levels(out, recorded, parser.error) if args.update else {}
     from orchestrl.training.runtime import worker_pool
 
     started = time.perf_counter()
@@ -204,7 +205,7 @@ def main(argv: list[str] | None = None) -> dict:
         levels = {str(lv): f.result() for lv, f in futures.items()}
     result = {
         "levels": dict(sorted({**kept, **levels}.items(), key=lambda kv: int(kv[0]))),
-        "settings": {**settings, "quick": args.quick},
+        "settings": recorded,
         "loadavg_start": [round(v, 2) for v in load],
         "loadavg_end": [round(v, 2) for v in os.getloadavg()],
         "seconds": round(time.perf_counter() - started, 1),
