@@ -36,13 +36,10 @@ and the evaluations' are the same for every algorithm and not counted) beside th
 the report puts every algorithm on that x-axis: lemon spends more executions per env step.
 
 The full run (levels 4 and 5, six algorithms, five seeds, two runs at a time) is sized to about 3
-hours on 2 cores, estimated from ``benchmarks/logs/credit_v2_l4.log``: its runs with
-``fast_step`` trained for 0.42 s per env step summed over the six algorithms and spent about 52 s
-per run outside training (warm start, 17 evaluations: fewer here); level 5 is taken as 1.5x level
-4 (10 agents against 8). At 3,000 env steps: 5 seeds x (1 + 1.5) x (0.42 s x 3,000 + 6 x 52 s) / 2
-runs at a time = 2.7 h, plus filling the task store the first time (1,000 tasks per level at
-level 4's 1.24 s per task, ``benchmarks/RESULTS.md`` section "Task store", 1.5x that at level 5,
-over two processes: 0.4 h): 3.1 h at most, since 4 evaluations per run cost less than 17.
+hours on 2 cores from the training time per env step and the time outside training of the saved
+level-4 runs with ``fast_step`` (``benchmarks/logs/credit_v2_l4.log``), level 5 taken as 1.5x level
+4 (10 agents against 8), plus filling the task store the first time (``benchmarks/RESULTS.md``,
+section "Task store"): an estimate, not a measured run.
 
 Printed: ONE JSON object with exactly the keys ``final_iqm``, ``ci95``, ``steps_to_0_8``,
 ``executions_to_0_8``, ``p_improvement_vs_ippo``, ``p_improvement_vs_lemon_gae`` and
