@@ -13,7 +13,10 @@ executions, :func:`~orchestrl.envs.orchestration.solver.answer_at`) runs ``k`` p
 - ``random``: a uniformly random team (every round each agent's action drawn among those its mask
   allows), answered by the same rule: ``random_success_at_k`` with CIs over tasks;
 - ``lemon`` and ``ippo`` (the independent-learner control): the solver cloned in (``warm_start``),
-  then PPO for ``iterations * batch`` env steps on the training split, 3 rounds per episode; the
+  then PPO for ``iterations * batch`` env steps on the training split, 3 rounds per episode, each
+  round rewarded by how much it improved the team's answer (the env's ``round_reward="answer"``:
+  the return is the score of the answer ``success_at_k`` evaluates; ``--round-reward spec``
+  rewards the spec just run, as before); the
   greedy team's ``team_success_at_k`` (its answer after k rounds, k = 1..3, chosen among its specs
   so far as ``solver_k`` chooses among its plans: the first that held every example row, else the
   one that held the most; ``last_round_success_at_k`` is round k's spec alone), ``training_executions``
@@ -100,6 +103,10 @@ class Settings:
     option_rows: bool = True
     """The actor scores each candidate duty's row given the role it chose (``model.option_rows``),
     rather than reading the candidate lists through one MLP."""
+    round_reward: str = "answer"
+    """What a round's reward improves (the env's ``round_reward``): the team's answer among its specs
+    so far, chosen as it is evaluated (so the return is what ``success_at_k`` at k = 3 scores), or
+    ``"spec"``, the spec just run."""
 
 
 # PPO at credit.py's learning rate (5e-4) undid most of a level-4 warm start on 200 episodes; the
@@ -138,7 +145,12 @@ def experiment(settings: Settings, level: int, kind: str, seed: int, run_dir: Pa
         "run_dir": str(run_dir),
         "env": {
             "name": "orchestration",
-            "kwargs": {"level": level, "rounds": ROUNDS, "task_pool": TASK_POOL},
+            "kwargs": {
+                "level": level,
+                "rounds": ROUNDS,
+                "task_pool": TASK_POOL,
+                "round_reward": settings.round_reward,
+            },
         },
         "algorithm": {"name": "ippo" if kind == "bc_only" else kind},
         "model": {"hidden": [256, 256], "option_rows": settings.option_rows},
@@ -478,6 +490,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     )
     parser.add_argument("--iterations", type=int, help="PPO iterations of --batch env steps (default 12)")
     parser.add_argument("--lr", type=float, help="PPO's learning rate (default 1e-4)")
+    parser.add_argument(
+        "--round-reward",
+        choices=("answer", "spec"),
+        help="what a round's reward improves: the team's answer (default) or the spec just run",
+    )
     parser.add_argument("--kinds", nargs="+", choices=KINDS, default=list(KINDS))
     parser.add_argument("--jobs", type=int, default=2, help="runs at once (one process each)")
     parser.add_argument("--out", type=Path, default=Path("runs/bench/team_vs_search"))
@@ -512,6 +529,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         warm_episodes=args.warm_episodes or settings.warm_episodes,
         iterations=args.iterations or settings.iterations,
         lr=args.lr or settings.lr,
+        round_reward=args.round_reward or settings.round_reward,
         dagger_rounds=settings.dagger_rounds if args.dagger_rounds is None else args.dagger_rounds,
     )
     if settings.dagger_rounds < 0:

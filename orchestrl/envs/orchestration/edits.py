@@ -53,6 +53,7 @@ class CounterfactualResult:
     spec_errors: tuple[str, ...] = ()
     nodes_run: int = 0  # nodes the sandbox actually ran for the edited spec
     cache_hits: int = 0
+    examples_held: float = 0.0  # the edited spec's output: share of the example rows it holds
 
     @property
     def delta(self) -> float:

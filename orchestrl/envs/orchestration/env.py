@@ -12,8 +12,15 @@ against the whole target (:mod:`.reward`). After a round each agent sees its own
 every node's on the shared board (:mod:`.board`: status, rows, columns, which example rows survive
 through it) and how the team's output compares with the target's public facts (columns, which
 example rows it holds, row count against a ``target_rows`` the caller gives), and may revise; after ``rounds``
-rounds the episode ends. The reward of a round is the score's improvement, so an episode's return
-equals its final score; all agents share it.
+rounds the episode ends. All agents share one reward, a round's improvement of a score (``round_reward``):
+
+- ``"spec"``: of the spec just run, so an episode's return is its last spec's score;
+- ``"answer"``: of the team's answer. After each round the team answers with one of the specs it
+  has run, chosen from public feedback only as ``solver_k`` chooses among its plans
+  (:func:`.solver.answer_index`: the first that held every example row, else the first that held
+  the most). An episode's return is then the score of its answer after the last round (what
+  ``benchmarks/team_vs_search.py`` evaluates), and a round that tries a worse spec costs nothing
+  once a better one has run. Counterfactual replays of the final spec are priced the same way.
 
 Levels: 1: 2 agents, 1-2 stage linear pipelines over one table; 2: 3 agents, 3 stages with a join;
 3: 5 agents, 4-5 stages over 2-3 tables, distractor columns and dirty data; 4: 8 agents, branching
@@ -44,6 +51,7 @@ from typing import Any, ClassVar
 
 import gymnasium as gym
 import numpy as np
+import pandas as pd
 from pettingzoo import ParallelEnv
 
 from orchestrl.envs.counterfactual import CounterfactualOutcome, Edit, EditFamily, EditNotApplicable
@@ -65,11 +73,34 @@ from orchestrl.envs.orchestration.sandbox.pool import (
     check_env_isolation,
     release_shared_pool,
 )
-from orchestrl.envs.orchestration.solver import Attempt, Solution, search, solve, solver_actions, spec_actions
+from orchestrl.envs.orchestration.solver import (
+    Attempt,
+    Solution,
+    answer_index,
+    search,
+    solve,
+    solver_actions,
+    spec_actions,
+)
 from orchestrl.envs.orchestration.spec import OrchestrationSpec, SpecError, parse_spec
 from orchestrl.envs.orchestration.tables import TargetIndex, row_hashes
 from orchestrl.envs.orchestration.tasks import HELDOUT_OFFSET, LEVELS, TASK_CACHE, Task, generate_task
 from orchestrl.envs.spaces import MASK_KEY, OBS_KEY
+
+ROUND_REWARDS = ("spec", "answer")
+"""What a round's reward is the improvement of (``round_reward``): the spec just run, or the team's
+answer among the specs run so far."""
+
+
+def examples_found(output: pd.DataFrame, task: Task) -> tuple[int, ...]:
+    """Per example row of ``task``, how many rows of ``output`` equal it (all zeros unless
+    ``output`` has exactly the target's columns): public inputs only."""
+    examples = task.public.examples
+    columns = sorted(str(c) for c in task.public.target_columns)
+    if sorted(str(c) for c in output.columns) != columns:
+        return (0,) * len(examples)
+    have = row_hashes(output, columns)
+    return tuple(int((have == h).sum()) for h in row_hashes(examples, columns))
 
 
 @dataclass
@@ -133,8 +164,11 @@ class OrchestrationEnv(ParallelEnv):
         layout_level: int | None = None,
         task_pool: int = 0,
         reference_metrics: bool = False,
+        round_reward: str = "spec",
         render_mode: str | None = None,
     ) -> None:
+        if round_reward not in ROUND_REWARDS:
+            raise ValueError(f"round_reward must be one of {', '.join(ROUND_REWARDS)}, not {round_reward!r}")
         if level not in LEVELS:
             raise ValueError(f"level must be one of {sorted(LEVELS)}, not {level!r}")
         if split not in ("train", "heldout"):
@@ -145,6 +179,7 @@ class OrchestrationEnv(ParallelEnv):
             raise ValueError(f"task_pool must be in [0, {HELDOUT_OFFSET}], not {task_pool!r}")
         self.task_pool = int(task_pool)
         self.reference_metrics = bool(reference_metrics)
+        self.round_reward = round_reward
         self.level = int(level)
         self.rounds = int(rounds)
         self.split = split
@@ -185,7 +220,8 @@ class OrchestrationEnv(ParallelEnv):
         self._scorers: dict[tuple[int, str, int], Scorer] = {}
         self._solutions: dict[tuple[int, str, int], Solution] = {}
         self._round = 0
-        self._score = 0.0
+        self._score = 0.0  # the score the last round's reward was measured to (``round_reward``)
+        self._ran: list[tuple[float, float]] = []  # per round this episode: examples held, score
         self._best_score = -np.inf
         self._last: Score | None = None
         self._last_execution: Execution | None = None
@@ -225,6 +261,7 @@ class OrchestrationEnv(ParallelEnv):
         self.agents = list(self.possible_agents)
         self._round = 0
         self._score = 0.0
+        self._ran = []
         self._last = None
         self._last_execution = None
         self._episode_hits = self._episode_needed = 0
@@ -252,8 +289,6 @@ class OrchestrationEnv(ParallelEnv):
             self.last_spec = spec
             self.layout.context["nodes"] = [n.model_dump(mode="json") for n in spec.nodes]
             self._last_execution = execution
-        reward = score.total - self._score
-        self._score = score.total
         self._last = score
         assert self._record is not None
         self._record.actions = self._recorded(actions)
@@ -267,6 +302,10 @@ class OrchestrationEnv(ParallelEnv):
             team["board"] = board(
                 spec, execution, self.possible_agents, public.sources, self._target_columns, public.examples
             )
+        held = examples_held(team.get("examples_found", ()))
+        self._ran.append((held, score.total))
+        value = self._answer_score(held, score.total)
+        reward, self._score = value - self._score, value
         team["team_actions"] = tuple(
             tuple(self._record.actions[a]) if a in self._record.actions else None
             for a in self.possible_agents
@@ -280,7 +319,7 @@ class OrchestrationEnv(ParallelEnv):
             "round": self._round,
             "score": score.total,
             "success": score.success,
-            "examples_held": examples_held(team.get("examples_found", ())),
+            "examples_held": held,
             "valid": spec is not None,
         }
         if errors:
@@ -402,7 +441,13 @@ class OrchestrationEnv(ParallelEnv):
         if not result.applicable:
             raise EditNotApplicable(f"{edit.family} changes nothing for {agent}")
         terms = {**result.terms, "nodes_run": float(result.nodes_run), "cache_hits": float(result.cache_hits)}
-        return CounterfactualOutcome(reward=result.reward, base_reward=result.base_reward, terms=terms)
+        reward, base = result.reward, result.base_reward
+        record = self._record
+        latest = record.spec if record is not None and self._ran else None
+        if latest is not None and (self.last_spec if spec is None else parse_spec(spec)) == latest:
+            reward = self._answer_score(result.examples_held, reward)  # the return so far, had the
+            base = self._answer_score(self._ran[-1][0], base)  # latest round run the edited spec
+        return CounterfactualOutcome(reward=reward, base_reward=base, terms=terms)
 
     def replay(self, spec: OrchestrationSpec | str | None, agent: str, edit: Edit) -> CounterfactualResult:
         """Re-executes ``spec`` (default: the last executed one) with one agent's choice edited
@@ -436,6 +481,7 @@ class OrchestrationEnv(ParallelEnv):
         execution = self._execution().execute(task, edited)
         score = scorer.score(execution)
         ran = sum(1 for n in execution.nodes.values() if n.status != "skipped" and not n.cached)
+        output = execution.output if execution.ok else None
         return CounterfactualResult(
             agent,
             edit,
@@ -446,6 +492,7 @@ class OrchestrationEnv(ParallelEnv):
             edited,
             nodes_run=ran,
             cache_hits=execution.cache_hits,
+            examples_held=examples_held(examples_found(output, task)) if output is not None else 0.0,
         )
 
     def _actions_of(self, spec: OrchestrationSpec, task: Task) -> dict[str, Any]:
@@ -467,6 +514,15 @@ class OrchestrationEnv(ParallelEnv):
         return actions
 
     # ------------------------------------------------------------------------------ internals
+    def _answer_score(self, held: float, total: float) -> float:
+        """The score a round's reward measures when this episode's latest round holds ``held`` of
+        the example rows and scores ``total`` (the rounds before it as they ran): that spec's own
+        with ``round_reward="spec"``, else the team's answer's (:func:`.solver.answer_index`)."""
+        if self.round_reward == "spec":
+            return total
+        ran = [*self._ran[:-1], (held, total)]
+        return ran[answer_index([h for h, _ in ran])][1]
+
     def _execution(self) -> Executor:
         if self._executor is None:
             self._pool = acquire_shared_pool(self._sandbox_workers, self._sandbox_isolation)
@@ -529,17 +585,11 @@ class OrchestrationEnv(ParallelEnv):
         output = execution.output if execution is not None and execution.ok else None
         if spec is None or output is None:
             return {"team_valid": spec is not None}
-        examples = self.task.public.examples
-        columns = sorted(self._target_columns)
-        found: tuple[int, ...] = (0,) * len(examples)
-        if sorted(str(c) for c in output.columns) == columns:
-            have = row_hashes(output, columns)
-            found = tuple(int((have == h).sum()) for h in row_hashes(examples, columns))
         return {
             "team_valid": True,
             "team_schema": schema_progress([str(c) for c in output.columns], self._target_columns),
             "team_rows_ratio": len(output) / max(self._wanted_rows(len(output)), 1),
-            "examples_found": found,
+            "examples_found": examples_found(output, self.task),
         }
 
     def _feedback(

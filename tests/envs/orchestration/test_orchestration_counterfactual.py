@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from orchestrl.envs.counterfactual import Edit, EditFamily
+from orchestrl.envs.counterfactual import Edit, EditFamily, EditNotApplicable
 from orchestrl.envs.orchestration.actions import agent_id
 from orchestrl.envs.orchestration.env import OrchestrationEnv
 from orchestrl.envs.orchestration.solver import spec_actions
@@ -148,3 +148,79 @@ def test_an_episode_record_lets_a_fresh_env_replay_counterfactuals() -> None:
     assert learner_side.replay(yaml_text, "agent_0", swap).reward == pytest.approx(
         env.replay(None, "agent_0", swap).reward
     )
+
+
+def worse_team(seed: int, team: dict[str, np.ndarray], rng: np.random.Generator) -> dict[str, np.ndarray]:
+    """``team`` with one agent's action changed so that the spec is still valid but holds fewer of
+    the example rows."""
+    probe = OrchestrationEnv(level=3, rounds=1)
+    probe.reset(seed=seed)
+    try:
+        for slot in rng.permutation(len(probe.possible_agents)):
+            agent = probe.possible_agents[slot]
+            for action in alternatives(probe, int(slot), np.asarray(team[agent]), rng):
+                probe.reset(seed=seed)
+                *_, infos = probe.step({**team, agent: action})
+                info = next(iter(infos.values()))
+                if info["valid"] and info["examples_held"] < 1.0:
+                    return {**team, agent: action}
+    finally:
+        probe.close()
+    raise AssertionError(f"no valid worse team for task {seed}")
+
+
+def episode_return(env: OrchestrationEnv, seed: int, rounds: list[dict[str, np.ndarray]]) -> float:
+    env.reset(seed=seed)
+    total = 0.0
+    for actions in rounds:
+        _, rewards, *_ = env.step(actions)
+        total += next(iter(rewards.values()))
+    return total
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_the_answer_reward_returns_the_score_of_the_teams_answer(seed: int) -> None:
+    """``round_reward="answer"``: the return is the score of the spec ``answer_index`` picks from the
+    rounds' examples held (a worse later round costs nothing), where ``"spec"`` returns the last
+    round's; and a replay of the final spec is priced as that return had the team written the edited
+    spec in its last round (a fresh env playing the same rounds with the agent's action swapped)."""
+    from orchestrl.envs.orchestration.solver import answer_index
+
+    rng = np.random.default_rng(seed)
+    env, judge = (
+        OrchestrationEnv(level=3, rounds=3, round_reward="answer"),
+        OrchestrationEnv(level=3, rounds=3, round_reward="answer"),
+    )
+    env.reset(seed=seed)
+    expert = env.expert_actions()
+    rounds = [expert, worse_team(seed, expert, rng), worse_team(seed, expert, rng)]
+    held, scores, total = [], [], 0.0
+    for actions in rounds:
+        _, rewards, _, _, infos = env.step(actions)
+        info = next(iter(infos.values()))
+        held.append(info["examples_held"])
+        scores.append(info["score"])
+        total += next(iter(rewards.values()))
+    assert held[0] == 1.0 and scores[2] < scores[0]  # the solver's plan first, then worse ones
+    assert total == pytest.approx(scores[answer_index(held)]) == pytest.approx(scores[0])
+    spec_env = OrchestrationEnv(level=3, rounds=3)  # "spec": the last round's score
+    assert episode_return(spec_env, seed, rounds) == pytest.approx(scores[2])
+    for order in (rounds, rounds[::-1]):  # the answer fixed by round 1, or open until round 3
+        base = episode_return(env, seed, order)
+        assert env.counterfactual_spec() is not None  # the final round's spec is replayed
+        final = order[-1]
+        for slot, agent in enumerate(env.possible_agents):
+            for action in alternatives(env, slot, np.asarray(final[agent]), rng)[:2]:
+                try:
+                    outcome = env.counterfactual(None, agent, Edit.alternative(action))
+                except EditNotApplicable:
+                    continue
+                swapped = [*order[:-1], {**final, agent: action}]
+                assert outcome.base_reward == pytest.approx(base)
+                assert outcome.reward == pytest.approx(episode_return(judge, seed, swapped)), (agent, action)
+    env.close(), judge.close(), spec_env.close()
+
+
+def test_an_unknown_round_reward_is_named() -> None:
+    with pytest.raises(ValueError, match="round_reward must be one of spec, answer, not 'best'"):
+        OrchestrationEnv(level=1, round_reward="best")
