@@ -1369,19 +1369,20 @@ SAVED = (
         orchestration_env_section,
     ),
     Saved(
-        "team_vs_search.json",
-        "LEMON team against search at equal executions",
-        "python benchmarks/team_vs_search.py --levels 3 4 --seeds 3"
-        " --log benchmarks/logs/team_vs_search.log\n"
-        "python benchmarks/team_vs_search.py --levels 3 4 --seeds 2 --first-seed 3"
-        " --kinds lemon ippo bc_only --log benchmarks/logs/team_vs_search.log\n"
-        "python benchmarks/team_vs_search.py --levels 3 4 5 --kinds random"
-        " --log benchmarks/logs/team_vs_search.log\n"
-        "python benchmarks/team_vs_search.py --levels 5 --seeds 3 --log benchmarks/logs/team_vs_search.log"
+        "spec_reward/team_vs_search.json",
+        "LEMON team against search at equal executions, rewarded by the last spec (before)",
+        "python benchmarks/team_vs_search.py --round-reward spec --levels 3 4 --seeds 3"
+        " --log benchmarks/logs/team_vs_search_spec_reward.log\n"
+        "python benchmarks/team_vs_search.py --round-reward spec --levels 3 4 --seeds 2 --first-seed 3"
+        " --kinds lemon ippo bc_only --log benchmarks/logs/team_vs_search_spec_reward.log\n"
+        "python benchmarks/team_vs_search.py --round-reward spec --levels 3 4 5 --kinds random"
+        " --log benchmarks/logs/team_vs_search_spec_reward.log\n"
+        "python benchmarks/team_vs_search.py --round-reward spec --levels 5 --seeds 3"
+        " --log benchmarks/logs/team_vs_search_spec_reward.log"
         "   # stopped after the solver and lemon's seeds 0-1\n"
-        "python benchmarks/team_vs_search.py --summarise benchmarks/logs/team_vs_search.log"
-        " --out benchmarks/results",
-        "python benchmarks/team_vs_search.py --log benchmarks/logs/team_vs_search.log  # levels 3-5, 5 seeds",
+        "python benchmarks/team_vs_search.py --summarise benchmarks/logs/team_vs_search_spec_reward.log"
+        " --out benchmarks/results/spec_reward",
+        "python benchmarks/team_vs_search.py --round-reward spec --log benchmarks/logs/team_vs_search_spec_reward.log",
         team_vs_search_section,
     ),
     Saved(
