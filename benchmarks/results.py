@@ -1382,7 +1382,8 @@ SAVED = (
         "   # stopped after the solver and lemon's seeds 0-1\n"
         "python benchmarks/team_vs_search.py --summarise benchmarks/logs/team_vs_search_spec_reward.log"
         " --out benchmarks/results/spec_reward",
-        "python benchmarks/team_vs_search.py --round-reward spec --log benchmarks/logs/team_vs_search_spec_reward.log",
+        "python benchmarks/team_vs_search.py --round-reward spec"
+        " --log benchmarks/logs/team_vs_search_spec_reward.log",
         team_vs_search_section,
     ),
     Saved(
