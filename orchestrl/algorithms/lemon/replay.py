@@ -279,7 +279,8 @@ def log_replay_metrics(
 ) -> None:
     """Extra executions and their time, episodes and those without a final spec to replay (summed
     per iteration), and the family probabilities."""
-    metrics_logger.log_value(CF_METRIC + "executions", float(len(records)), reduce="sum")
+    executions = sum(r.terms.get("executions", 1.0) for r in records)  # 0: priced without running
+    metrics_logger.log_value(CF_METRIC + "executions", float(executions), reduce="sum")
     metrics_logger.log_value(CF_METRIC + "time_s", float(sum(r.seconds for r in records)), reduce="sum")
     metrics_logger.log_value(CF_METRIC + "episodes", 1.0, reduce="sum")
     metrics_logger.log_value(CF_METRIC + "invalid_final", float(invalid_final), reduce="sum")

@@ -436,15 +436,30 @@ class OrchestrationEnv(ParallelEnv):
     ) -> CounterfactualOutcome:
         """``R(edited)`` and ``R(spec)`` (see :meth:`replay`); raises :class:`EditNotApplicable` when
         the edit changes nothing. An edit that makes the spec invalid is applicable: it scores the
-        invalid-spec penalty, as in LEMON."""
-        result = self.replay(spec, agent, edit)
+        invalid-spec penalty, as in LEMON. With ``round_reward="answer"`` an edit of the latest
+        round's spec is priced as the return so far had that round run the edited spec; when an
+        earlier round already held every example row, that answer stands whatever the edit, so
+        nothing runs (``terms["executions"]`` 0, else 1)."""
+        parsed = self.last_spec if spec is None else parse_spec(spec)
+        record = self._record
+        latest = parsed is not None and record is not None and bool(self._ran) and parsed == record.spec
+        if latest and self.round_reward == "answer" and any(h >= 1.0 for h, _ in self._ran[:-1]):
+            if not self._edit_changes(parsed, agent, edit):
+                raise EditNotApplicable(f"{edit.family} changes nothing for {agent}")
+            answer = self._answer_score(*self._ran[-1])
+            terms = {"nodes_run": 0.0, "cache_hits": 0.0, "executions": 0.0}
+            return CounterfactualOutcome(reward=answer, base_reward=answer, terms=terms)
+        result = self.replay(parsed, agent, edit)
         if not result.applicable:
             raise EditNotApplicable(f"{edit.family} changes nothing for {agent}")
-        terms = {**result.terms, "nodes_run": float(result.nodes_run), "cache_hits": float(result.cache_hits)}
+        terms = {
+            **result.terms,
+            "nodes_run": float(result.nodes_run),
+            "cache_hits": float(result.cache_hits),
+            "executions": 1.0,
+        }
         reward, base = result.reward, result.base_reward
-        record = self._record
-        latest = record.spec if record is not None and self._ran else None
-        if latest is not None and (self.last_spec if spec is None else parse_spec(spec)) == latest:
+        if latest:
             reward = self._answer_score(result.examples_held, reward)  # the return so far, had the
             base = self._answer_score(self._ran[-1][0], base)  # latest round run the edited spec
         return CounterfactualOutcome(reward=reward, base_reward=base, terms=terms)
@@ -463,14 +478,13 @@ class OrchestrationEnv(ParallelEnv):
             raise RuntimeError("no spec has been executed yet")
         task = self._task_of(spec)
         scorer = self._scorer(task)
-        base = scorer.score(self._execution().execute(task, spec)).total
+        record = self._record
+        if task is self._task and record is not None and record.spec == spec:
+            base = record.score  # the latest round's spec: scored when it ran
+        else:
+            base = scorer.score(self._execution().execute(task, spec)).total
         try:
-            edited = apply_edit(
-                spec,
-                agent,
-                edit,
-                lambda action: self.layout.decode(task, {**self._actions_of(spec, task), agent: action}),
-            )
+            edited = self._edited(spec, agent, edit, task)
         except SpecError as exc:
             invalid = scorer.invalid()
             return CounterfactualResult(
@@ -494,6 +508,25 @@ class OrchestrationEnv(ParallelEnv):
             cache_hits=execution.cache_hits,
             examples_held=examples_held(examples_found(output, task)) if output is not None else 0.0,
         )
+
+    def _edited(
+        self, spec: OrchestrationSpec, agent: str, edit: Edit, task: Task
+    ) -> OrchestrationSpec | None:
+        """``spec`` with ``agent``'s choice edited (None: the edit changes nothing; raises
+        :class:`.spec.SpecError` when the edited spec is invalid)."""
+        return apply_edit(
+            spec,
+            agent,
+            edit,
+            lambda action: self.layout.decode(task, {**self._actions_of(spec, task), agent: action}),
+        )
+
+    def _edit_changes(self, spec: OrchestrationSpec, agent: str, edit: Edit) -> bool:
+        """Whether ``edit`` changes ``spec`` (an edit that makes it invalid does), without running it."""
+        try:
+            return self._edited(spec, agent, edit, self._task_of(spec)) is not None
+        except SpecError:
+            return True
 
     def _actions_of(self, spec: OrchestrationSpec, task: Task) -> dict[str, Any]:
         """The joint action that wrote ``spec``, which an ``alternative`` edit decodes again with

@@ -217,3 +217,17 @@ def test_multidiscrete_alternative_is_the_policy_conditioned_on_differing() -> N
     assert actual not in draws and all(b != 2 for _, b in draws)
     for cell, p in joint.items():
         assert abs(draws.count(cell) / len(draws) - p / total) < 0.02
+
+
+def test_replays_priced_without_running_are_not_counted_as_executions() -> None:
+    from ray.rllib.utils.metrics.metrics_logger import MetricsLogger
+
+    from orchestrl.algorithms.lemon.replay import ReplayRecord, log_replay_metrics
+
+    sampler = FamilySampler(list(EditFamily), 0.05, 0.9, np.random.default_rng(0))
+    ran = ReplayRecord("agent_0", EditFamily.ALTERNATIVE, 0.5, 1.0, 0.1, {"executions": 1.0})
+    priced = ReplayRecord("agent_1", EditFamily.ALTERNATIVE, 0.0, 1.5, 0.0, {"executions": 0.0})
+    other_env = ReplayRecord("agent_2", EditFamily.BASE_DUTY, 0.2, 1.3, 0.1, {})  # no such term: it ran
+    logger = MetricsLogger()
+    log_replay_metrics(logger, [ran, priced, other_env], sampler)
+    assert logger.peek("env/cf_executions") == 2.0

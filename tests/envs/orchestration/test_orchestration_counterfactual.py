@@ -183,7 +183,8 @@ def test_the_answer_reward_returns_the_score_of_the_teams_answer(seed: int) -> N
     """``round_reward="answer"``: the return is the score of the spec ``answer_index`` picks from the
     rounds' examples held (a worse later round costs nothing), where ``"spec"`` returns the last
     round's; and a replay of the final spec is priced as that return had the team written the edited
-    spec in its last round (a fresh env playing the same rounds with the agent's action swapped)."""
+    spec in its last round (a fresh env playing the same rounds with the agent's action swapped),
+    without running anything when an earlier round already held every example row."""
     from orchestrl.envs.orchestration.solver import answer_index
 
     rng = np.random.default_rng(seed)
@@ -217,6 +218,8 @@ def test_the_answer_reward_returns_the_score_of_the_teams_answer(seed: int) -> N
                     continue
                 swapped = [*order[:-1], {**final, agent: action}]
                 assert outcome.base_reward == pytest.approx(base)
+                # an answer round 1 fixed is priced without running anything
+                assert outcome.terms["executions"] == (0.0 if order is rounds else 1.0)
                 assert outcome.reward == pytest.approx(episode_return(judge, seed, swapped)), (agent, action)
     env.close(), judge.close(), spec_env.close()
 
