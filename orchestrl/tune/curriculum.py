@@ -51,7 +51,7 @@ if TYPE_CHECKING:
 
 PLACEHOLDER = re.compile(r"\$\{([^}]*)\}")
 PREVIOUS_KEYS = ("checkpoint", "run_id")
-REFERENCE_METRICS = ("random_team_success", "solver_success")
+REFERENCE_METRICS = ("random_team_success", "solver_k_success", "solver_success")
 """Env metrics a stage's summary line shows next to its held-out value, when the env reports them."""
 
 

@@ -38,9 +38,10 @@ edit)``; ``replay(spec, agent, edit)`` gives the edited spec and the nodes re-ru
 reward is 0. For every task the round-2 feedback compares the output with the example rows and the
 target's columns, and its row count with ``options["target_rows"]`` when given (else a ratio of 1:
 never the hidden target's size). At the end of an episode every agent's info carries ``metrics``
-(floats: success, score, each reward term, cache_hit_rate, ...; with ``reference_metrics`` also the
-solver's and a uniformly random team's success on the same task) and ``episode`` (task, per-agent
-actions, score) for later counterfactuals.
+(floats: success and score of the last round's spec, ``answer_success`` of the team's answer after
+it, each reward term, cache_hit_rate, ...; with ``reference_metrics`` also the solver's, its search
+stopped after ``rounds`` executions (``solver_k_success``) and a uniformly random team's success on
+the same task) and ``episode`` (task, per-agent actions, score) for later counterfactuals.
 """
 
 from __future__ import annotations
@@ -76,6 +77,7 @@ from orchestrl.envs.orchestration.sandbox.pool import (
 from orchestrl.envs.orchestration.solver import (
     Attempt,
     Solution,
+    answer_at,
     answer_index,
     search,
     solve,
@@ -141,8 +143,9 @@ class OrchestrationEnv(ParallelEnv):
     unseeded resets from the split's first ``task_pool`` task seeds, 0 = from all of them: a finite
     training set whose generated tasks and node outputs stay cached, so sampling is several times
     faster; held-out evaluation normally keeps 0); ``reference_metrics`` (also report, per episode,
-    the solver's success and one uniformly random team's success on the same task: what evaluation
-    compares a trained team with)."""
+    the solver's success, its search's after ``rounds`` executions and one uniformly random team's
+    success on the same task: what evaluation compares a trained team with); ``round_reward``
+    (:data:`ROUND_REWARDS`, see the module's docstring)."""
 
     metadata: ClassVar[dict[str, Any]] = {
         "name": "orchestration_v0",
@@ -221,7 +224,7 @@ class OrchestrationEnv(ParallelEnv):
         self._solutions: dict[tuple[int, str, int], Solution] = {}
         self._round = 0
         self._score = 0.0  # the score the last round's reward was measured to (``round_reward``)
-        self._ran: list[tuple[float, float]] = []  # per round this episode: examples held, score
+        self._ran: list[tuple[float, float, float]] = []  # per round: examples held, score, success
         self._best_score = -np.inf
         self._last: Score | None = None
         self._last_execution: Execution | None = None
@@ -303,7 +306,7 @@ class OrchestrationEnv(ParallelEnv):
                 spec, execution, self.possible_agents, public.sources, self._target_columns, public.examples
             )
         held = examples_held(team.get("examples_found", ()))
-        self._ran.append((held, score.total))
+        self._ran.append((held, score.total, score.success))
         value = self._answer_score(held, score.total)
         reward, self._score = value - self._score, value
         team["team_actions"] = tuple(
@@ -443,10 +446,10 @@ class OrchestrationEnv(ParallelEnv):
         parsed = self.last_spec if spec is None else parse_spec(spec)
         record = self._record
         latest = parsed is not None and record is not None and bool(self._ran) and parsed == record.spec
-        if latest and self.round_reward == "answer" and any(h >= 1.0 for h, _ in self._ran[:-1]):
+        if latest and self.round_reward == "answer" and any(r[0] >= 1.0 for r in self._ran[:-1]):
             if not self._edit_changes(parsed, agent, edit):
                 raise EditNotApplicable(f"{edit.family} changes nothing for {agent}")
-            answer = self._answer_score(*self._ran[-1])
+            answer = self._answer_score(*self._ran[-1][:2])
             terms = {"nodes_run": 0.0, "cache_hits": 0.0, "executions": 0.0}
             return CounterfactualOutcome(reward=answer, base_reward=answer, terms=terms)
         result = self.replay(parsed, agent, edit)
@@ -554,7 +557,7 @@ class OrchestrationEnv(ParallelEnv):
         if self.round_reward == "spec":
             return total
         ran = [*self._ran[:-1], (held, total)]
-        return ran[answer_index([h for h, _ in ran])][1]
+        return ran[answer_index([r[0] for r in ran])][1]
 
     def _execution(self) -> Executor:
         if self._executor is None:
@@ -677,6 +680,8 @@ class OrchestrationEnv(ParallelEnv):
                 "nodes": float(len(spec.nodes)) if spec is not None else 0.0,
                 "edges": float(spec.edges()) if spec is not None else 0.0,
                 "sandbox_cpu_ms": self._episode_cpu_ms,
+                # the team's answer after its last round, chosen as solver_k chooses (answer_index)
+                "answer_success": self._ran[answer_index([r[0] for r in self._ran])][2],
             }
         )
         if self.reference_metrics and self.task.target is not None:
@@ -684,13 +689,17 @@ class OrchestrationEnv(ParallelEnv):
         return {k: float(v) for k, v in metrics.items()}
 
     def _reference_metrics(self) -> dict[str, float]:
-        """The solver's success on this task, and one uniformly random team's (its masked action
-        sample, one round): the figures a trained team is compared with."""
+        """The solver's success on this task, its search's stopped after as many executions as the
+        team had rounds (``solver_k``, answering by :func:`.solver.answer_index`, to compare with
+        ``answer_success``), and one uniformly random team's (its masked action sample, one round):
+        the figures a trained team is compared with."""
         task, scorer = self.task, self._scorer(self.task)
         solution = self.solution()
         solved = 0.0
         if solution.spec is not None:
             solved = scorer.score(self._execution().execute(task, solution.spec)).success
+        at_k = answer_at(self.search_trace(self.rounds), self.rounds)
+        solved_at_k = scorer.score(self._execution().execute(task, at_k.spec)).success if at_k else 0.0
         random = {}
         for slot, agent in enumerate(self.possible_agents):
             random[agent] = self._action_spaces[agent].sample(mask=self.layout.mask(task, slot))
@@ -701,6 +710,7 @@ class OrchestrationEnv(ParallelEnv):
             lucky = 0.0
         return {
             "solver_success": float(solved),
+            "solver_k_success": float(solved_at_k),
             "solver_seconds": solution.seconds,
             "random_team_success": float(lucky),
         }

@@ -195,14 +195,17 @@ def test_the_answer_reward_returns_the_score_of_the_teams_answer(seed: int) -> N
     env.reset(seed=seed)
     expert = env.expert_actions()
     rounds = [expert, worse_team(seed, expert, rng), worse_team(seed, expert, rng)]
-    held, scores, total = [], [], 0.0
+    held, scores, successes, total = [], [], [], 0.0
     for actions in rounds:
         _, rewards, _, _, infos = env.step(actions)
         info = next(iter(infos.values()))
         held.append(info["examples_held"])
         scores.append(info["score"])
+        successes.append(info["success"])
         total += next(iter(rewards.values()))
     assert held[0] == 1.0 and scores[2] < scores[0]  # the solver's plan first, then worse ones
+    metrics = info["metrics"]
+    assert metrics["answer_success"] == successes[0] and metrics["success"] == successes[2]
     assert total == pytest.approx(scores[answer_index(held)]) == pytest.approx(scores[0])
     spec_env = OrchestrationEnv(level=3, rounds=3)  # "spec": the last round's score
     assert episode_return(spec_env, seed, rounds) == pytest.approx(scores[2])
@@ -227,3 +230,24 @@ def test_the_answer_reward_returns_the_score_of_the_teams_answer(seed: int) -> N
 def test_an_unknown_round_reward_is_named() -> None:
     with pytest.raises(ValueError, match="round_reward must be one of spec, answer, not 'best'"):
         OrchestrationEnv(level=1, round_reward="best")
+
+
+def test_solver_k_is_the_search_stopped_after_as_many_executions_as_rounds() -> None:
+    """``solver_k_success`` (with ``reference_metrics``): per task, never above the full search's
+    success, never lower with more rounds, and below it somewhere at k = 1."""
+    envs = {k: OrchestrationEnv(level=3, rounds=k, reference_metrics=True) for k in (1, 3)}
+    idle = dict.fromkeys(envs[1].possible_agents, np.zeros(5, dtype=np.int64))
+    figures = []
+    for seed in range(8):
+        at_k = {}
+        for k, env in envs.items():
+            env.reset(seed=seed)
+            for _ in range(k):
+                *_, infos = env.step(idle)
+            at_k[k] = infos["agent_0"]["metrics"]
+        full = at_k[1]["solver_success"]
+        assert at_k[1]["solver_k_success"] <= at_k[3]["solver_k_success"] <= full == at_k[3]["solver_success"]
+        figures.append((at_k[1]["solver_k_success"], full))
+    assert any(one < full for one, full in figures), figures
+    for env in envs.values():
+        env.close()
