@@ -1154,8 +1154,9 @@ def team_vs_search_section(d: dict[str, Any]) -> list[str]:
             if f"{kind}_success_at_k" in v:
                 at, seeds = v[f"{kind}_success_at_k"], v[f"{kind}_success_at_k"]["1"]["seeds"]
                 executions = f"{v[f'{kind}_training_executions']:.0f}"
-                if kind == "bc_only" and "bc_only_expert_executions" in v:
-                    executions = f"{v['bc_only_expert_executions']:.0f} (the search's, labelling)"
+                if f"{kind}_expert_executions" in v:  # the searches that labelled its new tasks
+                    labels = f"{v[f'{kind}_expert_executions']:.0f} (the search's, labelling)"
+                    executions = labels if kind == "bc_only" else f"{executions} + {labels}"
                 cost = [
                     f"{v[f'{kind}_seconds_per_plan']:.2f} s",
                     executions,

@@ -16,7 +16,8 @@ executions, :func:`~orchestrl.envs.orchestration.solver.answer_at`) runs ``k`` p
   then PPO for ``iterations * batch`` env steps on the training split, 3 rounds per episode, each
   round rewarded by how much it improved the team's answer (the env's ``round_reward="answer"``:
   the return is the score of the answer ``success_at_k`` evaluates; ``--round-reward spec``
-  rewards the spec just run, as before); the
+  rewards the spec just run, as before), and with ``--rl-cloning-passes N`` N passes of cloning
+  continued (below) after each PPO iteration, imitation alongside RL as in DAPG; the
   greedy team's ``team_success_at_k`` (its answer after k rounds, k = 1..3, chosen among its specs
   so far as ``solver_k`` chooses among its plans: the first that held every example row, else the
   one that held the most; ``last_round_success_at_k`` is round k's spec alone), ``training_executions``
@@ -30,7 +31,8 @@ executions, :func:`~orchestrl.envs.orchestration.solver.answer_at`) runs ``k`` p
   everything gathered after each few) for as long as that seed's ``lemon`` run trained: the
   fair-comparisons control for "RL added something cloning would not have". Its labels cost one
   full search per new task (``bc_only_expert_labelled_tasks``, and times
-  ``expert_executions_per_task``, ``bc_only_expert_executions``). Its run also evaluates the cloned
+  ``expert_executions_per_task``, ``bc_only_expert_executions``; the same keys for a team kind
+  whose RL is mixed with cloning). Its run also evaluates the cloned
   start before cloning on (``cloned_success_at_k``: ippo's modules after the warm start every kind
   runs).
 
@@ -103,6 +105,11 @@ class Settings:
     option_rows: bool = True
     """The actor scores each candidate duty's row given the role it chose (``model.option_rows``),
     rather than reading the candidate lists through one MLP."""
+    rl_cloning_passes: int = 0
+    """After each PPO iteration of ``lemon`` and ``ippo``, this many passes of cloning continued
+    (:class:`ContinuedCloning`): imitation of the solver's labels alongside the RL updates, as DAPG
+    (Rajeswaran et al. 2018) augments the policy gradient with demonstrations. Its time counts in
+    the run's ``train_s``, so ``bc_only`` clones on for as long; 0: RL alone."""
     round_reward: str = "answer"
     """What a round's reward improves (the env's ``round_reward``): the team's answer among its specs
     so far, chosen as it is evaluated (so the return is what ``success_at_k`` at k = 3 scores), or
@@ -197,14 +204,19 @@ def run(
             cloned = team_evaluation(trainer, ppo, settings, level)
             train_s, labelled = continue_cloning(trainer, clone_seconds)
         else:
+            cloning = ContinuedCloning(trainer) if settings.rl_cloning_passes else None
             for _ in range(settings.iterations):
                 wall = time.perf_counter()
                 episodes = sample(trainer.runner, settings.batch)
                 steps += sum(len(ep) for ep in episodes)
                 trainer.update(episodes)
+                if cloning is not None:  # imitation alongside RL
+                    for _ in range(settings.rl_cloning_passes):
+                        cloning.step()
                 train_s += time.perf_counter() - wall
                 stat = trainer.runner.get_metrics().get(f"env/cf_{COST_KEYS['executions']}")
                 replays += float(stat.peek()) if hasattr(stat, "peek") else 0.0
+            labelled = cloning.labelled if cloning is not None else 0
         evaluation = team_evaluation(trainer, ppo, settings, level)
     finally:
         trainer.stop()
@@ -221,36 +233,57 @@ def run(
     }
 
 
-def continue_cloning(trainer: Any, seconds: float) -> tuple[float, int]:
-    """Cloning continued for ``seconds``: each short pass plays a twentieth of the warm start's
-    episodes on training tasks not seen yet, with the team's own sampled actions when the warm start
-    ran DAgger (the solver's the labels, as DAgger's rounds did) and the solver's otherwise, and
-    clones one epoch on everything gathered so far (the warm start's batch size and learning rate),
-    so the last pass ends close to the budget; returns the seconds spent and the new training tasks
-    the solver labelled (one full search each: executions the team's env rounds do not count)."""
-    from orchestrl.algorithms.behaviour_cloning import (
-        SampledActions,
-        clone_actors,
-        configured_warm_start,
-        expert_demonstrations,
-    )
+class ContinuedCloning:
+    """Cloning continued, one pass at a time (:meth:`step`): each pass plays a twentieth of the warm
+    start's episodes on training tasks not seen yet, with the team's own sampled actions when the
+    warm start ran DAgger (the solver's the labels, as DAgger's rounds did) and the solver's
+    otherwise, and clones one epoch on everything gathered so far (the warm start's batch size and
+    learning rate). ``labelled``: the new training tasks the solver labelled, one full search each
+    (executions the team's env rounds do not count)."""
 
-    hook = configured_warm_start(trainer.config)
+    def __init__(self, trainer: Any) -> None:
+        from orchestrl.algorithms.behaviour_cloning import SampledActions, configured_warm_start
+
+        self.trainer = trainer
+        self.hook = hook = configured_warm_start(trainer.config)
+        self.chunk = max(1, hook.settings.episodes // 20)
+        self.one_epoch = hook.settings.model_copy(update={"epochs": 1})
+        self.modules = {mid: m.unwrapped() for mid, m in trainer.learner.module.items()}
+        self.first = (
+            hook.seed + hook.settings.episodes
+        )  # the warm start cloned seeds hook.seed + 0..episodes-1
+        self.player = (
+            SampledActions(self.modules, hook.agent_to_module) if hook.settings.dagger_rounds else None
+        )
+        self.demos: dict[str, Any] | None = None
+        self.passes = 0
+
+    @property
+    def labelled(self) -> int:
+        return self.passes * self.chunk
+
+    def step(self) -> None:
+        """One pass, then the env runners get the new weights."""
+        from orchestrl.algorithms.behaviour_cloning import clone_actors, expert_demonstrations
+
+        hook = self.hook
+        more = expert_demonstrations(
+            hook.env_config, self.chunk, seed=self.first + self.passes * self.chunk, player=self.player
+        )
+        self.demos = more if self.demos is None else {a: self.demos[a].extended(more[a]) for a in self.demos}
+        self.passes += 1
+        clone_actors(self.modules, self.demos, hook.agent_to_module, self.one_epoch, hook.seed + self.passes)
+        self.trainer.sync_weights()
+
+
+def continue_cloning(trainer: Any, seconds: float) -> tuple[float, int]:
+    """:class:`ContinuedCloning` passes for ``seconds`` (the last ends close to the budget); returns
+    the seconds spent and the new training tasks the solver labelled."""
+    cloning = ContinuedCloning(trainer)
     started = time.perf_counter()
-    chunk = max(1, hook.settings.episodes // 20)
-    one_epoch = hook.settings.model_copy(update={"epochs": 1})
-    modules = {mid: m.unwrapped() for mid, m in trainer.learner.module.items()}
-    demos: dict[str, Any] | None = None
-    first = hook.seed + hook.settings.episodes  # the warm start cloned hook.seed + 0..episodes-1
-    player = SampledActions(modules, hook.agent_to_module) if hook.settings.dagger_rounds else None
-    passes = 0
     while time.perf_counter() - started < seconds:
-        more = expert_demonstrations(hook.env_config, chunk, seed=first + passes * chunk, player=player)
-        demos = more if demos is None else {a: demos[a].extended(more[a]) for a in demos}
-        passes += 1
-        clone_actors(modules, demos, hook.agent_to_module, one_epoch, hook.seed + passes)
-    trainer.sync_weights()
-    return time.perf_counter() - started, passes * chunk
+        cloning.step()
+    return time.perf_counter() - started, cloning.labelled
 
 
 def team_evaluation(trainer: Any, ppo: Any, settings: Settings, level: int) -> dict[str, Any]:
@@ -431,10 +464,10 @@ def summarise(runs: dict[tuple[int, str, int], dict[str, Any]]) -> dict[str, Any
             }
             entry[f"{kind}_training_executions"] = float(np.mean([r["training_executions"] for r in team]))
             entry[f"{kind}_train_s"] = float(np.mean([r["train_s"] for r in team]))
-            if kind == "bc_only" and solver is not None:  # the searches that labelled its new tasks
-                tasks = float(np.mean([r.get("expert_labelled_tasks", np.nan) for r in team]))
-                entry["bc_only_expert_labelled_tasks"] = tasks
-                entry["bc_only_expert_executions"] = tasks * solver["expert_executions_per_task"]
+            tasks = float(np.mean([r.get("expert_labelled_tasks", np.nan) for r in team]))
+            if solver is not None and tasks > 0:  # the searches that labelled its new tasks
+                entry[f"{kind}_expert_labelled_tasks"] = tasks
+                entry[f"{kind}_expert_executions"] = tasks * solver["expert_executions_per_task"]
             entry[f"{kind}_seconds_per_plan"] = float(np.mean([r["seconds_per_plan"] for r in team]))
             for key in ("agent_agrees_with_solver", "team_agrees_with_solver"):  # first round, greedy
                 if all(key in r for r in team):
@@ -491,6 +524,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--iterations", type=int, help="PPO iterations of --batch env steps (default 12)")
     parser.add_argument("--lr", type=float, help="PPO's learning rate (default 1e-4)")
     parser.add_argument(
+        "--rl-cloning-passes",
+        type=int,
+        help="passes of cloning continued after each PPO iteration of lemon and ippo (default 0)",
+    )
+    parser.add_argument(
         "--round-reward",
         choices=("answer", "spec"),
         help="what a round's reward improves: the team's answer (default) or the spec just run",
@@ -530,10 +568,15 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         iterations=args.iterations or settings.iterations,
         lr=args.lr or settings.lr,
         round_reward=args.round_reward or settings.round_reward,
+        rl_cloning_passes=settings.rl_cloning_passes
+        if args.rl_cloning_passes is None
+        else args.rl_cloning_passes,
         dagger_rounds=settings.dagger_rounds if args.dagger_rounds is None else args.dagger_rounds,
     )
     if settings.dagger_rounds < 0:
         parser.error(f"--dagger-rounds: {settings.dagger_rounds} is negative (0: no DAgger)")
+    if settings.rl_cloning_passes < 0:
+        parser.error(f"--rl-cloning-passes: {settings.rl_cloning_passes} is negative (0: RL alone)")
     unknown = [lv for lv in settings.levels if lv not in LEVELS]
     if unknown:
         parser.error(f"--levels: unknown level(s) {unknown} (the env has {sorted(LEVELS)})")

@@ -47,7 +47,7 @@ def test_summarise_names_a_missing_log(
     assert "nope.log" in capsys.readouterr().err and not (tmp_path / "out").exists()
 
 
-def logged(kind: str, seed: int, rates: list[float], level: int = 4) -> str:
+def logged(kind: str, seed: int, rates: list[float], level: int = 4, labelled: int | None = None) -> str:
     tasks = 10
     run = {
         "success_at_k": {
@@ -62,6 +62,8 @@ def logged(kind: str, seed: int, rates: list[float], level: int = 4) -> str:
         run |= {"expert_executions_per_task": 12.0}
     if kind == "bc_only":
         run |= {"expert_labelled_tasks": 30 + seed}
+    if labelled is not None:
+        run |= {"expert_labelled_tasks": labelled}
     return f"{'team-vs-search-run'} {json.dumps([level, kind, seed, run])}"
 
 
@@ -70,8 +72,8 @@ def test_the_report_is_rebuilt_from_logged_runs_with_the_solver_at_the_same_k(
 ) -> None:
     log = tmp_path / "runs.log"
     solver = logged("solver", 0, [0.1, 0.2, 0.3, 0.5, 0.6, 0.8])
-    teams = [logged("lemon", s, [0.5, 0.8, 0.9]) for s in range(3)]
-    teams += [logged("ippo", s, [0.4, 0.4, 0.4]) for s in range(3)]
+    teams = [logged("lemon", s, [0.5, 0.8, 0.9], labelled=0) for s in range(3)]
+    teams += [logged("ippo", s, [0.4, 0.4, 0.4], labelled=6) for s in range(3)]  # RL and cloning
     teams += [logged("bc_only", s, [0.3, 0.3, 0.3]) for s in range(3)]
     random_team = logged("random", 0, [0.0, 0.1, 0.1])
     log.write_text("\n".join(["noise", solver, random_team, *teams]) + "\n")
@@ -90,6 +92,8 @@ def test_the_report_is_rebuilt_from_logged_runs_with_the_solver_at_the_same_k(
     # cloning continued pays a full search for each task it labels: 31 tasks a seed, 12 executions each
     assert level["bc_only_expert_labelled_tasks"] == pytest.approx(31.0)
     assert level["bc_only_expert_executions"] == pytest.approx(31.0 * 12.0)
+    assert level["ippo_expert_executions"] == pytest.approx(6.0 * 12.0)
+    assert "lemon_expert_labelled_tasks" not in level  # RL alone: no search labelled anything
     assert json.loads((tmp_path / "out" / "team_vs_search.json").read_text())["levels"] == report["levels"]
 
 
@@ -127,6 +131,10 @@ def test_each_kind_runs_and_reports_success_after_every_round(bench: ModuleType,
     assert ippo["success_at_k"]["1"] == ippo["last_round_success_at_k"]["1"]  # one round: no choice
     assert ippo["env_steps"] >= 6 and ippo["training_executions"] == ippo["env_steps"]
     assert 0.0 <= ippo["team_agrees_with_solver"] <= ippo["agent_agrees_with_solver"] <= 1.0
+    assert ippo["expert_labelled_tasks"] == 0
+    mixed = bench.run(dataclasses.replace(tiny, rl_cloning_passes=2), 1, "ippo", 0, tmp_path)
+    assert mixed["expert_labelled_tasks"] == 2  # after its one PPO iteration, two passes of one task
+    assert mixed["training_executions"] == mixed["env_steps"]  # the labels' searches are counted apart
     cloned = bench.run(tiny, 1, "bc_only", 0, tmp_path, clone_seconds=0.5)
     assert cloned["env_steps"] == 0 and cloned["train_s"] >= 0.5
     assert cloned["expert_labelled_tasks"] >= 1  # one pass at least, each on tasks not seen yet
