@@ -25,6 +25,7 @@ Run::
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib.util
 import json
 import sys
@@ -1114,7 +1115,7 @@ def orchestration_env_section(d: dict[str, Any]) -> list[str]:
     ]
 
 
-def team_vs_search_section(d: dict[str, Any]) -> list[str]:
+def team_vs_search_section(d: dict[str, Any], round_reward: str = "answer") -> list[str]:
     def team(r: dict[str, Any]) -> str:
         return f"{r['iqm']:.2f} {ci(r['ci95'], 2)}" if r["seeds"] > 1 else f"{r['iqm']:.2f}"
 
@@ -1204,10 +1205,17 @@ def team_vs_search_section(d: dict[str, Any]) -> list[str]:
         "[95% bootstrap CI over tasks]. Every team has the same actor (each "
         "candidate duty scored given the role, `model.option_rows`) and starts from the solver cloned on "
         "the same training tasks, then DAgger rounds on them (the team plays, the solver labels); "
-        "cloning continued goes on that way, on new tasks, as long as lemon trained. Seeds 3 and 4 "
-        "start every kind of a level from one stored clone (`warm_start.reuse`); the earlier seeds "
-        "cloned once per kind, from the same expert episodes. "
-        "Training executions are env rounds plus lemon's replays; the executions of the search whose "
+        "cloning continued goes on that way, on new tasks, as long as lemon trained. "
+        + (
+            "PPO rewards a round for how much it improved the team's answer (the env's "
+            "`round_reward: answer`), so an episode's return is the score of the answer evaluated at "
+            "k = 3; every kind of a level and seed starts from one stored clone (`warm_start.reuse`). "
+            if round_reward == "answer"
+            else "PPO rewarded a round for the score of the spec it ran (`round_reward: spec`). Seeds "
+            "3 and 4 start every kind of a level from one stored clone (`warm_start.reuse`); the "
+            "earlier seeds cloned once per kind, from the same expert episodes. "
+        )
+        + "Training executions are env rounds plus lemon's replays; the executions of the search whose "
         "answers are cloned (the warm start's, and cloning continued's) come on top, about the "
         "search's executions per task for every episode cloned.",
         "",
@@ -1370,6 +1378,15 @@ SAVED = (
         orchestration_env_section,
     ),
     Saved(
+        "team_vs_search.json",
+        "LEMON team against search at equal executions",
+        "python benchmarks/team_vs_search.py --levels 4 --seeds 5 --log benchmarks/logs/team_vs_search.log\n"
+        "python benchmarks/team_vs_search.py --summarise benchmarks/logs/team_vs_search.log"
+        " --out benchmarks/results",
+        "python benchmarks/team_vs_search.py --log benchmarks/logs/team_vs_search.log  # levels 3-5, 5 seeds",
+        team_vs_search_section,
+    ),
+    Saved(
         "spec_reward/team_vs_search.json",
         "LEMON team against search at equal executions, rewarded by the last spec (before)",
         "python benchmarks/team_vs_search.py --round-reward spec --levels 3 4 --seeds 3"
@@ -1385,7 +1402,7 @@ SAVED = (
         " --out benchmarks/results/spec_reward",
         "python benchmarks/team_vs_search.py --round-reward spec"
         " --log benchmarks/logs/team_vs_search_spec_reward.log",
-        team_vs_search_section,
+        functools.partial(team_vs_search_section, round_reward="spec"),
     ),
     Saved(
         "sandbox.json",
