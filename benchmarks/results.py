@@ -1155,8 +1155,12 @@ def team_vs_search_section(d: dict[str, Any], round_reward: str = "answer") -> l
             if f"{kind}_success_at_k" in v:
                 at, seeds = v[f"{kind}_success_at_k"], v[f"{kind}_success_at_k"]["1"]["seeds"]
                 executions = f"{v[f'{kind}_training_executions']:.0f}"
-                if f"{kind}_expert_executions" in v:  # the searches that labelled its new tasks
-                    labels = f"{v[f'{kind}_expert_executions']:.0f} (the search's, labelling)"
+                if f"{kind}_expert_labelled_tasks" in v:  # the searches that labelled its new tasks
+                    labels = (
+                        f"{v[f'{kind}_expert_executions']:.0f} (the search's, labelling)"
+                        if f"{kind}_expert_executions" in v
+                        else f"the search's on {v[f'{kind}_expert_labelled_tasks']:.0f} tasks (labelling)"
+                    )
                     executions = labels if kind == "bc_only" else f"{executions} + {labels}"
                 cost = [
                     f"{v[f'{kind}_seconds_per_plan']:.2f} s",
@@ -1177,9 +1181,14 @@ def team_vs_search_section(d: dict[str, Any], round_reward: str = "answer") -> l
                 verdict += f"; cloning continued scores {cloning:.2f}"
             verdict += "."
         out += [
-            f"**Level {level}** ({AGENTS[int(level)]} agents, {v['heldout_tasks']} held-out tasks); the "
-            "full search the warm start clones spends "
-            f"{v.get('expert_executions_per_task', float('nan')):.1f} executions per task.{verdict}",
+            f"**Level {level}** ({AGENTS[int(level)]} agents, {v['heldout_tasks']} held-out tasks)"
+            + (
+                f"; the full search the warm start clones spends {v['expert_executions_per_task']:.1f} "
+                "executions per task."
+                if "expert_executions_per_task" in v
+                else "."
+            )
+            + verdict,
             "",
             *table(
                 [
@@ -1384,6 +1393,18 @@ SAVED = (
         "python benchmarks/team_vs_search.py --summarise benchmarks/logs/team_vs_search.log"
         " --out benchmarks/results",
         "python benchmarks/team_vs_search.py --log benchmarks/logs/team_vs_search.log  # levels 3-5, 5 seeds",
+        team_vs_search_section,
+    ),
+    Saved(
+        "rl_cloning/team_vs_search.json",
+        "LEMON team against search: RL and cloning alternated (pilot, level 4, 2 seeds)",
+        "python benchmarks/team_vs_search.py --levels 4 --seeds 2 --kinds lemon bc_only --rl-cloning-passes 2"
+        " --log benchmarks/logs/team_vs_search_rl_cloning.log"
+        "   # --out: the level-4 run's, whose stored clones it loaded\n"
+        "python benchmarks/team_vs_search.py --summarise benchmarks/logs/team_vs_search_rl_cloning.log"
+        " --out benchmarks/results/rl_cloning",
+        "python benchmarks/team_vs_search.py --rl-cloning-passes 2"
+        " --log benchmarks/logs/team_vs_search_rl_cloning.log  # levels 3-5, 5 seeds",
         team_vs_search_section,
     ),
     Saved(

@@ -465,9 +465,10 @@ def summarise(runs: dict[tuple[int, str, int], dict[str, Any]]) -> dict[str, Any
             entry[f"{kind}_training_executions"] = float(np.mean([r["training_executions"] for r in team]))
             entry[f"{kind}_train_s"] = float(np.mean([r["train_s"] for r in team]))
             tasks = float(np.mean([r.get("expert_labelled_tasks", np.nan) for r in team]))
-            if solver is not None and tasks > 0:  # the searches that labelled its new tasks
+            if tasks > 0:  # the searches that labelled its new tasks
                 entry[f"{kind}_expert_labelled_tasks"] = tasks
-                entry[f"{kind}_expert_executions"] = tasks * solver["expert_executions_per_task"]
+                if solver is not None:
+                    entry[f"{kind}_expert_executions"] = tasks * solver["expert_executions_per_task"]
             entry[f"{kind}_seconds_per_plan"] = float(np.mean([r["seconds_per_plan"] for r in team]))
             for key in ("agent_agrees_with_solver", "team_agrees_with_solver"):  # first round, greedy
                 if all(key in r for r in team):
