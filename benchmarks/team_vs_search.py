@@ -249,12 +249,10 @@ class ContinuedCloning:
         self.chunk = max(1, hook.settings.episodes // 20)
         self.one_epoch = hook.settings.model_copy(update={"epochs": 1})
         self.modules = {mid: m.unwrapped() for mid, m in trainer.learner.module.items()}
-        self.first = (
-            hook.seed + hook.settings.episodes
-        )  # the warm start cloned seeds hook.seed + 0..episodes-1
-        self.player = (
-            SampledActions(self.modules, hook.agent_to_module) if hook.settings.dagger_rounds else None
-        )
+        # the warm start cloned tasks hook.seed + 0 .. episodes - 1: the passes take the next ones
+        self.first = hook.seed + hook.settings.episodes
+        dagger = hook.settings.dagger_rounds
+        self.player = SampledActions(self.modules, hook.agent_to_module) if dagger else None
         self.demos: dict[str, Any] | None = None
         self.passes = 0
 
