@@ -1390,6 +1390,7 @@ SAVED = (
         "team_vs_search.json",
         "LEMON team against search at equal executions",
         "python benchmarks/team_vs_search.py --levels 4 --seeds 5 --log benchmarks/logs/team_vs_search.log\n"
+        "python benchmarks/team_vs_search.py --levels 3 --seeds 5 --log benchmarks/logs/team_vs_search.log\n"
         "python benchmarks/team_vs_search.py --summarise benchmarks/logs/team_vs_search.log"
         " --out benchmarks/results",
         "python benchmarks/team_vs_search.py --log benchmarks/logs/team_vs_search.log  # levels 3-5, 5 seeds",
