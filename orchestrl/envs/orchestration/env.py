@@ -48,7 +48,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
 import gymnasium as gym
 import numpy as np
@@ -92,6 +92,19 @@ from orchestrl.envs.spaces import MASK_KEY, OBS_KEY
 ROUND_REWARDS = ("spec", "answer")
 """What a round's reward is the improvement of (``round_reward``): the spec just run, or the team's
 answer among the specs run so far."""
+
+
+class Ran(NamedTuple):
+    """One round of an episode, as the answer rule and the round reward read it."""
+
+    held: float  # share of the example rows its output held (public)
+    score: float
+    success: float
+
+
+def answer_of(rounds: list[Ran]) -> Ran:
+    """The round whose spec is the team's answer (:func:`.solver.answer_index`)."""
+    return rounds[answer_index([r.held for r in rounds])]
 
 
 def examples_found(output: pd.DataFrame, task: Task) -> tuple[int, ...]:
@@ -224,7 +237,7 @@ class OrchestrationEnv(ParallelEnv):
         self._solutions: dict[tuple[int, str, int], Solution] = {}
         self._round = 0
         self._score = 0.0  # the score the last round's reward was measured to (``round_reward``)
-        self._ran: list[tuple[float, float, float]] = []  # per round: examples held, score, success
+        self._ran: list[Ran] = []  # this episode's rounds
         self._best_score = -np.inf
         self._last: Score | None = None
         self._last_execution: Execution | None = None
@@ -306,7 +319,7 @@ class OrchestrationEnv(ParallelEnv):
                 spec, execution, self.possible_agents, public.sources, self._target_columns, public.examples
             )
         held = examples_held(team.get("examples_found", ()))
-        self._ran.append((held, score.total, score.success))
+        self._ran.append(Ran(held, score.total, score.success))
         value = self._answer_score(held, score.total)
         reward, self._score = value - self._score, value
         team["team_actions"] = tuple(
@@ -446,12 +459,11 @@ class OrchestrationEnv(ParallelEnv):
         parsed = self.last_spec if spec is None else parse_spec(spec)
         record = self._record
         latest = parsed is not None and record is not None and bool(self._ran) and parsed == record.spec
-        if latest and self.round_reward == "answer" and any(r[0] >= 1.0 for r in self._ran[:-1]):
+        if latest and self.round_reward == "answer" and any(r.held >= 1.0 for r in self._ran[:-1]):
             if not self._edit_changes(parsed, agent, edit):
                 raise EditNotApplicable(f"{edit.family} changes nothing for {agent}")
-            answer = self._answer_score(*self._ran[-1][:2])
             terms = {"nodes_run": 0.0, "cache_hits": 0.0, "executions": 0.0}
-            return CounterfactualOutcome(reward=answer, base_reward=answer, terms=terms)
+            return CounterfactualOutcome(reward=self._score, base_reward=self._score, terms=terms)
         result = self.replay(parsed, agent, edit)
         if not result.applicable:
             raise EditNotApplicable(f"{edit.family} changes nothing for {agent}")
@@ -462,9 +474,8 @@ class OrchestrationEnv(ParallelEnv):
             "executions": 1.0,
         }
         reward, base = result.reward, result.base_reward
-        if latest:
-            reward = self._answer_score(result.examples_held, reward)  # the return so far, had the
-            base = self._answer_score(self._ran[-1][0], base)  # latest round run the edited spec
+        if latest:  # the return so far, as it is and had the latest round run the edited spec
+            reward, base = self._answer_score(result.examples_held, reward), self._score
         return CounterfactualOutcome(reward=reward, base_reward=base, terms=terms)
 
     def replay(self, spec: OrchestrationSpec | str | None, agent: str, edit: Edit) -> CounterfactualResult:
@@ -556,8 +567,7 @@ class OrchestrationEnv(ParallelEnv):
         with ``round_reward="spec"``, else the team's answer's (:func:`.solver.answer_index`)."""
         if self.round_reward == "spec":
             return total
-        ran = [*self._ran[:-1], (held, total)]
-        return ran[answer_index([r[0] for r in ran])][1]
+        return answer_of([*self._ran[:-1], Ran(held, total, 0.0)]).score
 
     def _execution(self) -> Executor:
         if self._executor is None:
@@ -681,7 +691,7 @@ class OrchestrationEnv(ParallelEnv):
                 "edges": float(spec.edges()) if spec is not None else 0.0,
                 "sandbox_cpu_ms": self._episode_cpu_ms,
                 # the team's answer after its last round, chosen as solver_k chooses (answer_index)
-                "answer_success": self._ran[answer_index([r[0] for r in self._ran])][2],
+                "answer_success": answer_of(self._ran).success,
             }
         )
         if self.reference_metrics and self.task.target is not None:
