@@ -496,6 +496,52 @@ CITIES = Schema(
     ),
 )
 
+LOGISTICS = Schema(
+    "logistics",
+    (
+        Table("couriers", "courier", "couriers", 10, (
+            _key(),
+            _label("name", _pool("Swift, Rapid, Metro, Prime, Arrow"),
+                   _pool("Post, Express, Cargo, Freight")),
+            _cat("country", _pool("Spain, Italy, Sweden, Egypt, Mexico, India"),
+                 cues=("from {v}", "based in {v}")),
+            _int("vans", 3, 200, counted=True, aliases=("delivery vans",), more=(_BIG, _LARGE),
+                 less=(_SMALL,)),
+        ), aliases=("delivery firms",)),
+        Table("parcels", "parcel", "parcels", 80, (
+            _key(),
+            _fk("courier_id"),
+            _cat("pickup_city", _CITIES, phrase="pickup city", aliases=("sending city",),
+                 cues=("from {v}", "sent from {v}", "picked up in {v}", "coming from {v}")),
+            _cat("delivery_city", _CITIES, phrase="delivery city", aliases=("receiving city",),
+                 cues=("to {v}", "sent to {v}", "delivered to {v}", "headed for {v}")),
+            _real("weight_kg", 0.2, 30, phrase="weight", unit="kg", verb="weigh",
+                  more=(("heavy", "heavier", "heaviest"),), less=(("light", "lighter", "lightest"),)),
+            _real("postage", 3, 120, aliases=("shipping cost",), more=(_EXPENSIVE,), less=(_CHEAP,),
+                  verb="cost"),
+        ), aliases=("packages", "shipments")),
+    ),
+    ForeignKey("parcels", "courier_id", "couriers"),
+)
+
+RAIL = Schema(
+    "rail",
+    (
+        Table("trains", "train", "trains", 40, (
+            _key(),
+            _label("name", _pool("Coastal, Northern, Alpine, Capital, Night, Valley, Summit, Lakeside"),
+                   _pool("Express, Sprinter, Runner, Line, Flyer")),
+            _cat("departure_city", _CITIES, phrase="departure city", aliases=("starting city",),
+                 cues=("from {v}", "departing {v}", "starting in {v}", "setting off from {v}")),
+            _cat("arrival_city", _CITIES, phrase="arrival city", aliases=("final stop",),
+                 cues=("to {v}", "going to {v}", "ending in {v}", "arriving at {v}")),
+            _int("duration_minutes", 20, 600, phrase="journey time", unit="minutes", aliases=("duration",),
+                 **_LENGTH),
+            _real("fare", 5, 250, **{**_PRICE, "aliases": ("ticket cost", "price")}),
+        ), aliases=("services", "train services")),
+    ),
+)
+
 # -- validation schemas --------------------------------------------------------------------------
 RESTAURANT = Schema(
     "restaurant",
@@ -616,14 +662,27 @@ ZOO = Schema(
 SCHEMAS: dict[str, Schema] = {
     s.name: s
     for s in (
-        SHOP, SCHOOL, HOSPITAL, LIBRARY, HR, MUSIC, CARS, SPORTS, HOTELS, CITIES,
+        SHOP, SCHOOL, HOSPITAL, LIBRARY, HR, MUSIC, CARS, SPORTS, HOTELS, CITIES, LOGISTICS, RAIL,
         RESTAURANT, MOVIES,
         FLIGHTS, REAL_ESTATE, ZOO,
     )
 }  # fmt: skip
 
 SPLIT_SCHEMAS: dict[str, tuple[str, ...]] = {
-    "train": ("shop", "school", "hospital", "library", "hr", "music", "cars", "sports", "hotels", "cities"),
+    "train": (
+        "shop",
+        "school",
+        "hospital",
+        "library",
+        "hr",
+        "music",
+        "cars",
+        "sports",
+        "hotels",
+        "cities",
+        "logistics",
+        "rail",
+    ),
     "validation": ("restaurant", "movies"),
     "test": ("flights", "real_estate", "zoo"),
 }
