@@ -41,6 +41,8 @@ v3 (every node works; ``configs/neuromas_text2sql.yaml`` is ``neuromas5_every_es
   budget's cloning, on the shared reward / with per-agent counterfactual credit
   (``credit: counterfactual``); ``neuromas5_every_es_rl``: the same RL phase after early stopping.
 
+Teams are scored as ``orchestrl ask`` decodes, constrained (:class:`~orchestrl.apps.text2sql.ask.Team`);
+``*_free`` is the same team with each action component's own argmax, so decoding's share shows.
 Every run also reports ``live_params``, ``cpu_ms_per_question`` (writing the test split's queries)
 and its accuracies right after cloning (``cloned_*``), so ``rl_gain_over_cloning`` is the PPO
 iterations' own effect; ``network_vs_monolith`` and ``network_vs_compute_matched`` compare the v3
@@ -280,15 +282,18 @@ class Evaluation:
         return 1000 * (time.process_time() - started) / len(questions)
 
     def score(self, module: Any) -> dict[str, float]:
-        team = Team(module)
-        test = successes(team, self.test, self.bank.db_paths, self.bank.values)
-        natural = successes(team, self.natural, self.bank.db_paths, self.bank.values)
-        unseen = [hit for hit, q in zip(test, self.test, strict=True) if q.unseen_phrasing]
-        return {
-            "heldout": float(np.mean(test)),
-            "heldout_unseen_grammar": float(np.mean(unseen)),
-            "natural": float(np.mean(natural)),
-        }
+        """Execution accuracies as ``orchestrl ask`` decodes (constrained), and ``*_free``: each
+        action component's own argmax (what decoding adds)."""
+        out: dict[str, float] = {}
+        for suffix, constrained in (("", True), ("_free", False)):
+            team = Team(module, constrained=constrained)
+            test = successes(team, self.test, self.bank.db_paths, self.bank.values)
+            natural = successes(team, self.natural, self.bank.db_paths, self.bank.values)
+            unseen = [hit for hit, q in zip(test, self.test, strict=True) if q.unseen_phrasing]
+            out[f"heldout{suffix}"] = float(np.mean(test))
+            out[f"heldout_unseen_grammar{suffix}"] = float(np.mean(unseen))
+            out[f"natural{suffix}"] = float(np.mean(natural))
+        return out
 
 
 _EVALUATION: dict[str, Evaluation] = {}
@@ -664,6 +669,12 @@ def tabulate(runs: dict[str, dict[int, dict[str, float]]], baseline: dict[str, A
             for n, rs in measured.items()
         }
         result["bc_epochs"] = {n: [int(r["bc_epochs"]) for r in rs] for n, rs in measured.items()}
+    free = {n: rs for n, rs in per.items() if "natural_free" in rs[0]}  # runs since constrained decoding
+    if free:
+        result["free_decoding"] = {
+            n: {key: summary([r[f"{key}_free"] for r in rs]) for key in ("heldout", "natural")}
+            for n, rs in free.items()
+        }
     controlled = {n: rs for n, rs in per.items() if "bc_more_natural" in rs[0]}
     if controlled:
         result["rl_vs_cloning_continued"] = {

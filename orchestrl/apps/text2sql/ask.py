@@ -34,7 +34,7 @@ from orchestrl.envs.spaces import MASK_KEY, OBS_KEY
 from orchestrl.envs.text2sql import actions as act
 from orchestrl.envs.text2sql.introspect import schema_from_sqlite
 from orchestrl.envs.text2sql.observation import OBS_DIM, LimitError, check_question, encode_observation
-from orchestrl.envs.text2sql.query import PlanError, QueryPlan, render_sql
+from orchestrl.envs.text2sql.query import Op, PlanError, QueryPlan, render_sql
 from orchestrl.envs.text2sql.schemas import Schema
 from orchestrl.envs.text2sql.sql_runner import SQLResult, SQLRunner
 from orchestrl.envs.text2sql.tokenizer import split_words
@@ -96,7 +96,7 @@ def observation_batch(
 class Team:
     """A trained NeuroMAS team module that writes Text2SQL queries (greedy joint action)."""
 
-    def __init__(self, module: Any, name: str = "the module") -> None:
+    def __init__(self, module: Any, name: str = "the module", constrained: bool = True) -> None:
         net = getattr(module, "net", None)
         agents = tuple(net.spec.agents) if net is not None else ()
         if agents != act.AGENTS:
@@ -111,9 +111,14 @@ class Team:
                 "(trained with another version: retrain it)"
             )
         self.module = module
+        self.constrained = constrained
+        """Constrained decoding: the WHERE column is one the question can give a value
+        (:func:`~orchestrl.envs.text2sql.actions.where_mask`), the value the best-scored span that
+        fits it (:func:`~orchestrl.envs.text2sql.actions.linked_span`), and a text column's operator
+        = or !=. False: every component's own argmax."""
 
     @classmethod
-    def load(cls, checkpoint: Path | str) -> Team:
+    def load(cls, checkpoint: Path | str, constrained: bool = True) -> Team:
         """From an ``orchestrl train`` checkpoint or a saved team module directory."""
         from orchestrl.algorithms.neuromas.growth import load_module
 
@@ -122,7 +127,7 @@ class Team:
             module = load_module(checkpoint)
         except FileNotFoundError as err:
             raise CheckpointError(str(err)) from None
-        return cls(module, str(checkpoint))
+        return cls(module, str(checkpoint), constrained)
 
     def plans(
         self, words: Sequence[Sequence[str]], schemas: Sequence[Schema], values: Sequence[ValueIndex]
@@ -136,15 +141,28 @@ class Team:
             batch = observation_batch(
                 [words[i] for i in chunk], [schemas[i] for i in chunk], [values[i] for i in chunk]
             )
+            if self.constrained:
+                where = _component_slice(act.EXTRACTOR, "where")
+                for k, i in enumerate(chunk):
+                    allowed = act.where_mask(words[i], schemas[i], values[i])
+                    batch[act.EXTRACTOR][MASK_KEY][k, where] *= torch.as_tensor(allowed)
             with torch.no_grad():
                 logits = self.module.forward_inference({Columns.OBS: batch})[Columns.ACTION_DIST_INPUTS]
             env_logits = logits[:, : sum(self.module.env_lens)]
             joint = self.module.env_action_dist_cls().from_logits(env_logits).to_deterministic().sample()
             n_extractor = len(act.NVEC[act.EXTRACTOR])
-            for row, i in zip(joint.numpy(), chunk, strict=True):
-                plans.append(
-                    act.decode(row[:n_extractor], row[n_extractor:], words[i], schemas[i], values[i])
-                )
+            for row, scores, i in zip(joint.numpy(), env_logits.numpy(), chunk, strict=True):
+                extractor, composer = row[:n_extractor], row[n_extractor:].copy()
+                if self.constrained:
+                    composer = _fitting_value(
+                        extractor,
+                        composer,
+                        scores[sum(act.NVEC[act.EXTRACTOR]) :],
+                        words[i],
+                        schemas[i],
+                        values[i],
+                    )
+                plans.append(act.decode(extractor, composer, words[i], schemas[i], values[i]))
         return plans
 
     def ask(self, db: Database, question: str) -> Answer:
@@ -235,3 +253,34 @@ class AskEndpoint:
             )
             raise RequestError("request", message, status=504)
         return result
+
+
+def _component_slice(agent: str, component: str) -> slice:
+    """Where ``component`` of ``agent``'s action sits in its flat mask and logits."""
+    k = act.COMPONENTS[agent].index(component)
+    start = sum(act.NVEC[agent][:k])
+    return slice(start, start + act.NVEC[agent][k])
+
+
+def _fitting_value(
+    extractor: np.ndarray,
+    composer: np.ndarray,
+    logits: np.ndarray,
+    words: Sequence[str],
+    schema: Schema,
+    values: ValueIndex,
+) -> np.ndarray:
+    """The composer's action with its value span (and, on a text column, its operator) the
+    best-scored choice that fits the WHERE column the extractor chose."""
+    where = int(extractor[act.EXTRACTOR_COMPONENTS.index("where")])
+    if not where:
+        return composer
+    names = act.COMPOSER_COMPONENTS
+    part = {name: logits[_component_slice(act.COMPOSER, name)] for name in names}
+    span = act.linked_span(where, part["value_start"], part["value_length"], words, schema, values)
+    if span is not None:
+        composer[names.index("value_start")], composer[names.index("value_length")] = span
+    if schema.columns[where - 1][1].sql_type == "TEXT":
+        equality = [int(Op.EQ), int(Op.NE)]
+        composer[names.index("op")] = equality[int(np.argmax(part["op"][equality]))]
+    return composer

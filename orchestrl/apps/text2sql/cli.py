@@ -20,6 +20,14 @@ def ask_command(
         Path, typer.Option("--checkpoint", help="A trained NeuroMAS Text2SQL run checkpoint or module dir.")
     ],
     db: Annotated[Path, typer.Option("--db", help="The SQLite file to ask about (opened read-only).")],
+    free_decoding: Annotated[
+        bool,
+        typer.Option(
+            "--free-decoding",
+            help="Each action component's own argmax, without constrained decoding (the WHERE column "
+            "one the question names a value of, the value the best span that fits it).",
+        ),
+    ] = False,
 ) -> None:
     """Ask a trained NeuroMAS Text2SQL team a question about a SQLite file: prints the SQL and its rows."""
     from orchestrl.apps.text2sql.ask import CheckpointError, Database, Team
@@ -29,7 +37,7 @@ def ask_command(
     try:
         check_question(split_words(question))
         database = Database.open(db)
-        answer = Team.load(checkpoint).ask(database, question)
+        answer = Team.load(checkpoint, constrained=not free_decoding).ask(database, question)
     except (FileNotFoundError, LimitError, CheckpointError) as err:
         typer.echo(f"error: {err}", err=True)
         raise typer.Exit(2) from None

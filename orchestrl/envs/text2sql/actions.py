@@ -58,6 +58,46 @@ COMPONENTS: dict[str, tuple[str, ...]] = {EXTRACTOR: EXTRACTOR_COMPONENTS, COMPO
 NVEC: dict[str, tuple[int, ...]] = {EXTRACTOR: EXTRACTOR_NVEC, COMPOSER: COMPOSER_NVEC}
 
 
+def where_mask(words: Sequence[str], schema: Schema, values: ValueIndex) -> np.ndarray:
+    """The WHERE column slots a question can fill, from its public inputs (constrained decoding):
+    none (slot 0); a text column when some span of the question names one of its stored values; any
+    other column when the question holds a number. A float32 0/1 vector over the ``where``
+    component."""
+    mask = np.zeros(COLUMN_SLOTS, dtype=np.float32)
+    mask[0] = 1.0
+    linked = set().union(*values.links(words)) if words else set()
+    has_number = any(is_number(w) for w in words)
+    for slot, (_, column) in enumerate(schema.columns[: COLUMN_SLOTS - 1], start=1):
+        text = column.sql_type == "TEXT"
+        mask[slot] = float(slot in linked if text else has_number)
+    return mask
+
+
+def linked_span(
+    where: int,
+    start_logits: np.ndarray,
+    length_logits: np.ndarray,
+    words: Sequence[str],
+    schema: Schema,
+    values: ValueIndex,
+) -> tuple[int, int] | None:
+    """The (value_start, value_length) the composer scores highest among the spans that give column
+    ``where`` a value it can hold: a stored value of a text column, one number for any other. None
+    when no span of the question does (the caller keeps the composer's own choice)."""
+    text = schema.columns[where - 1][1].sql_type == "TEXT"
+    best, best_score = None, -np.inf
+    for start in range(min(len(words), len(start_logits))):
+        for length in range(1, min(MAX_VALUE_WORDS, len(length_logits)) + 1):
+            span = words[start : start + length]
+            if len(span) < length:
+                break
+            fits = values.stored(where, span) is not None if text else length == 1 and is_number(span[0])
+            score = start_logits[start] + length_logits[length - 1]
+            if fits and score > best_score:
+                best, best_score = (start, length - 1), score
+    return best
+
+
 def split_mask(mask: np.ndarray, nvec: tuple[int, ...] | np.ndarray) -> tuple[np.ndarray, ...]:
     """The flat mask cut into one int8 vector per component (gymnasium's MultiDiscrete format)."""
     bounds = np.cumsum([0, *[int(n) for n in nvec]])

@@ -123,3 +123,49 @@ def test_other_bad_input_is_one_line_too(checkpoint: Path, pets: Path, tmp_path:
         assert result.exit_code == 2, result.output
         lines = result.output.strip().splitlines()
         assert len(lines) == 1 and message in lines[0], lines
+
+
+def test_constrained_decoding_gives_every_where_a_value_it_can_hold(
+    checkpoint: Path, bank: QuestionBank
+) -> None:
+    """With constrained decoding (the default) a WHERE on a text column compares with = or != to a
+    value the column stores and any other WHERE to a number; the same team decoding each component
+    by its own argmax breaks that on some test question."""
+    from orchestrl.envs.text2sql.query import Op
+    from orchestrl.envs.text2sql.schemas import SCHEMAS
+    from orchestrl.envs.text2sql.tokenizer import is_number
+
+    questions = bank.questions("test")
+    words = [q.words for q in questions]
+    schemas = [SCHEMAS[q.schema] for q in questions]
+    values = [bank.values[q.schema] for q in questions]
+
+    def broken(plans) -> list[int]:
+        out = []
+        for k, (plan, schema, index) in enumerate(zip(plans, schemas, values, strict=True)):
+            if not plan.where:
+                continue
+            column = schema.columns[plan.where - 1][1]
+            if column.sql_type == "TEXT":
+                fits = plan.value in index.by_slot.get(plan.where, {}).values() and plan.op in (Op.EQ, Op.NE)
+            else:
+                fits = is_number(plan.value)
+            if not fits:
+                out.append(k)
+        return out
+
+    constrained = Team.load(checkpoint).plans(words, schemas, values)
+    free = Team.load(checkpoint, constrained=False).plans(words, schemas, values)
+    assert sum(1 for p in constrained if p.where) >= 20
+    assert broken(constrained) == []
+    assert broken(free)
+
+    k = broken(free)[0]  # `orchestrl ask` decodes so, and --free-decoding as the free team does
+    from orchestrl.envs.text2sql.query import render_sql
+
+    question, db = questions[k], bank.db_paths[questions[k].schema]
+    for flags, plan in (([], constrained[k]), (["--free-decoding"], free[k])):
+        result = CliRunner().invoke(
+            app, ["ask", "--checkpoint", str(checkpoint), "--db", str(db), *flags, question.text]
+        )
+        assert result.output.splitlines()[0] == f"SQL: {render_sql(plan, schemas[k])}", result.output
