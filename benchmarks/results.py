@@ -381,6 +381,8 @@ VARIANT_LABELS = {
 }
 NEUROMAS_V3_LOG = "neuromas_v3_full.log"
 NEUROMAS_V3_BASELINE = "neuromas_v3_full.json"
+NEUROMAS_DIRECTIONS_LOG = "neuromas_v3_directions.log"
+NEUROMAS_DIRECTIONS_BASELINE = "neuromas_v3_directions.json"
 
 
 def neuromas_goals(goals: dict[str, Any]) -> list[str]:
@@ -431,15 +433,20 @@ def neuromas_goals(goals: dict[str, Any]) -> list[str]:
     return out
 
 
-def neuromas_part() -> list[str]:
-    saved = SAVED_DIR / NEUROMAS_BASELINE
-    if not (LOGS / NEUROMAS_LOG).is_file() or not saved.is_file():
-        return []
+def neuromas_result(log: str, saved_name: str) -> dict[str, Any] | None:
+    """A NeuroMAS benchmark log tabulated with its saved summary's blind baseline (None: not run)."""
+    saved = SAVED_DIR / saved_name
+    if not (LOGS / log).is_file() or not saved.is_file():
+        return None
     neuromas = sibling("neuromas")
-    runs = neuromas.read_log(LOGS / NEUROMAS_LOG)
-    baseline = json.loads(saved.read_text())["blind_baseline"]
-    result = neuromas.tabulate(runs, baseline)
-    budget = neuromas.FULL
+    return neuromas.tabulate(neuromas.read_log(LOGS / log), json.loads(saved.read_text())["blind_baseline"])
+
+
+def neuromas_part() -> list[str]:
+    result = neuromas_result(NEUROMAS_LOG, NEUROMAS_BASELINE)
+    if result is None:
+        return []
+    budget = sibling("neuromas").FULL
     held, nat, unseen = (
         result["heldout_execution_accuracy"],
         result["natural_accuracy"],
@@ -576,15 +583,10 @@ def rl_phase_rows(result: dict[str, Any]) -> list[str]:
 
 def neuromas_v3_part() -> list[str]:
     """v3: every node reads, sequential decisions, honest controls, cloning to early stopping."""
-    saved = SAVED_DIR / NEUROMAS_V3_BASELINE
-    if not (LOGS / NEUROMAS_V3_LOG).is_file() or not saved.is_file():
+    result = neuromas_result(NEUROMAS_V3_LOG, NEUROMAS_V3_BASELINE)
+    if result is None:
         return []
-    neuromas = sibling("neuromas")
-    runs = neuromas.read_log(LOGS / NEUROMAS_V3_LOG)
-    result = neuromas.tabulate(runs, json.loads(saved.read_text())["blind_baseline"])
-    budget = neuromas.FULL
-    held, nat = result["heldout_execution_accuracy"], result["natural_accuracy"]
-    gain = result.get("rl_gain_over_cloning", {})
+    budget = sibling("neuromas").FULL
     out = [
         "## NeuroMAS v3 on Text2SQL: every node works",
         "",
@@ -624,6 +626,17 @@ def neuromas_v3_part() -> list[str]:
         ),
         "",
     ]
+    return [*out, *neuromas_v3_table(result), ""]
+
+
+def neuromas_v3_table(result: dict[str, Any]) -> list[str]:
+    """A v3 run's table (with free decoding's hand-written accuracy where the runs scored it), its
+    RL phase, the network-against-monolith lines and the goals."""
+    held, nat = result["heldout_execution_accuracy"], result["natural_accuracy"]
+    unseen = result["heldout_unseen_grammar_accuracy"]
+    gain = result.get("rl_gain_over_cloning", {})
+    free = result.get("free_decoding", {})
+    out: list[str] = []
     rows = []
     for name in held:
         rows.append(
@@ -631,7 +644,9 @@ def neuromas_v3_part() -> list[str]:
                 VARIANT_LABELS.get(name, name),
                 seed_range(result["seeds"][name]),
                 f"{held[name]['iqm']:.3f} {ci(held[name]['ci95'])}",
+                f"{unseen[name]['iqm']:.3f}",
                 f"{nat[name]['iqm']:.3f} {ci(nat[name]['ci95'])}",
+                *([f"{free[name]['natural']['iqm']:.3f}" if name in free else ""] if free else []),
                 ", ".join(f"{v:.3f}" for v in nat[name]["per_seed"]),
                 f"{gain[name]['natural']['iqm']:+.3f} {ci(gain[name]['natural']['ci95'])}"
                 if name in gain
@@ -646,7 +661,9 @@ def neuromas_v3_part() -> list[str]:
         "variant",
         "seeds",
         "held-out schemas",
+        "of it, the unseen grammar",
         "hand-written",
+        *(["hand-written, free decoding"] if free else []),
         "hand-written per seed",
         "RL gain (hand-written)",
         "cloning epochs",
@@ -654,7 +671,7 @@ def neuromas_v3_part() -> list[str]:
         "CPU ms per question",
         "CPU min per run (mean / max)",
     ]
-    rows += blind_baseline_rows(result["blind_baseline"], columns=len(header), heldout_at=2, natural_at=3)
+    rows += blind_baseline_rows(result["blind_baseline"], columns=len(header), heldout_at=2, natural_at=4)
     out += table(header, rows)
     out += rl_phase_rows(result)
     out.append("")
@@ -670,7 +687,45 @@ def neuromas_v3_part() -> list[str]:
             )
     out += ["", "The checks the benchmark computes (`goals` in `benchmarks/neuromas.py`):", ""]
     out += neuromas_goals(result["goals"])
-    return [*out, ""]
+    return out
+
+
+def neuromas_directions_part() -> list[str]:
+    """v3 again after the training schemas with direction words and constrained decoding."""
+    result = neuromas_result(NEUROMAS_DIRECTIONS_LOG, NEUROMAS_DIRECTIONS_BASELINE)
+    if result is None:
+        return []
+    out = [
+        "## NeuroMAS v3 on Text2SQL: direction words and constrained decoding",
+        "",
+        "The v3 recipes above, trained on twelve schemas instead of ten: `logistics` (parcels "
+        "picked up in one city and delivered to another) and `rail` (trains departing one city and "
+        "arriving in another) each have two columns holding the same cities, told apart only by "
+        'direction words ("from", "sent to", "departing", "arriving at"). Teams are '
+        "scored as `orchestrl ask` decodes: constrained, the WHERE column one the question names a "
+        "stored value of (any column when it holds a number), the value the best-scored span that "
+        "fits it, a text column's operator = or !=. `free decoding`: the same team, each action "
+        "component's own argmax.",
+        "",
+        *commands(
+            "Produced by",
+            [
+                "python benchmarks/neuromas.py --variants neuromas5_every monolithic_every "
+                "neuromas5_every_es monolithic_every_es neuromas5_every_es_rl --seeds 3 "
+                f"2> benchmarks/logs/{NEUROMAS_DIRECTIONS_LOG}",
+            ],
+        ),
+        "",
+        *commands(
+            "Summarised by",
+            [
+                f"python benchmarks/neuromas.py --summarise benchmarks/logs/{NEUROMAS_DIRECTIONS_LOG}"
+                f" > benchmarks/results/{NEUROMAS_DIRECTIONS_BASELINE}"
+            ],
+        ),
+        "",
+    ]
+    return [*out, *neuromas_v3_table(result), ""]
 
 
 # --- mappo on simple_spread against the clock (benchmarks/spread_wallclock.py) -------------------
@@ -1549,6 +1604,7 @@ def render() -> str:
     lines += credit_part()
     lines += neuromas_part()
     lines += neuromas_v3_part()
+    lines += neuromas_directions_part()
     lines += spread_wallclock_part()
     lines += saved_part()
     lines += list(NOT_BENCHMARKED)
