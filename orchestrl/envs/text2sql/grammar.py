@@ -386,10 +386,10 @@ class TrainGrammar:
                 *[f"not {cue}" for cue in cues],
             ]
         above = {
-            Op.GT: "{above|over|more than|greater than|higher than|exceeding}",
-            Op.LT: "{below|under|less than|lower than|smaller than}",
-            Op.GE: "{at least|no less than|not below}",
-            Op.LE: "{at most|no more than|not above}",
+            Op.GT: "{more than|more than|more than|above|over|greater than|higher than|exceeding}",
+            Op.LT: "{less than|less than|less than|below|under|lower than|smaller than}",
+            Op.GE: "{at least|at least|no less than|not below}",
+            Op.LE: "{at most|at most|no more than|not above|up to}",
             Op.EQ: "{exactly|equal to|}",
         }[op]
         phrases = [
@@ -409,10 +409,10 @@ class TrainGrammar:
             ]
         if c.lex.counted:
             few = {
-                Op.GT: "{more than|over}",
-                Op.LT: "{fewer than|less than|under}",
+                Op.GT: "{more than|more than|over}",
+                Op.LT: "{fewer than|fewer than|less than|under}",
                 Op.GE: "at least",
-                Op.LE: "{at most|no more than}",
+                Op.LE: "{at most|at most|no more than|up to}",
                 Op.EQ: "{exactly|}",
             }[op]
             phrases += [f"with {few} {V} {col}", f"{have} {few} {V} {col}"]
@@ -453,10 +453,10 @@ class TrainGrammar:
                 ]
             return preds or [f"have {col} {V}"]
         above = {
-            Op.GT: "{more than|over|above}",
-            Op.LT: "{less than|under|below}",
+            Op.GT: "{more than|more than|over|above}",
+            Op.LT: "{less than|less than|under|below}",
             Op.GE: "at least",
-            Op.LE: "{at most|no more than}",
+            Op.LE: "{at most|at most|no more than|up to}",
             Op.EQ: "{exactly|}",
         }[op]
         unit = f"{{ {c.lex.unit}|}}" if c.lex.unit else ""

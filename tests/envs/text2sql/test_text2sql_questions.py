@@ -88,6 +88,18 @@ def test_the_training_grammar_has_each_paraphrase_family(
     assert len(hits) >= 5, family
 
 
+@pytest.mark.parametrize(("words", "op"), [("more than", Op.GT), ("less than", Op.LT)])
+def test_a_comparative_means_what_it_says_more_often_than_its_negation(
+    bank: QuestionBank, words: str, op: Op
+) -> None:
+    """ "more than" is > far more often than "no more than" is <= (as people write), so a team cannot
+    learn that the words without "no" mean the negated operator."""
+    ops = Counter(
+        q.plan.op for q in bank.questions("train") if q.plan.where and f" {words} " in f" {q.text.lower()} "
+    )
+    assert ops[op] >= 1.5 * (sum(ops.values()) - ops[op]), ops
+
+
 def test_the_template_notation_chooses_fills_and_nests() -> None:
     import numpy as np
 
