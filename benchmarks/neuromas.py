@@ -2,7 +2,7 @@
 
 Every run goes through the same RLlib modules and learner as ``orchestrl train``, in process via
 ``InProcessTrainer`` (Ray is never started; one torch thread per run): behaviour cloning from the
-env's expert on the ``train`` split's ten schemas, then PPO on the shared execution reward. Each
+env's expert on the ``train`` split's schemas, then PPO on the shared execution reward. Each
 trained team is then scored by ``orchestrl ask``'s own path (:mod:`orchestrl.apps.text2sql.score`) on
 
 - ``heldout_execution_accuracy``: every question of the ``test`` split, three schemas training

@@ -381,8 +381,6 @@ VARIANT_LABELS = {
 }
 NEUROMAS_V3_LOG = "neuromas_v3_full.log"
 NEUROMAS_V3_BASELINE = "neuromas_v3_full.json"
-NEUROMAS_DIRECTIONS_LOG = "neuromas_v3_directions.log"
-NEUROMAS_DIRECTIONS_BASELINE = "neuromas_v3_directions.json"
 
 
 def neuromas_goals(goals: dict[str, Any]) -> list[str]:
@@ -690,37 +688,66 @@ def neuromas_v3_table(result: dict[str, Any]) -> list[str]:
     return out
 
 
-def neuromas_directions_part() -> list[str]:
-    """v3 again after the training schemas with direction words and constrained decoding."""
-    result = neuromas_result(NEUROMAS_DIRECTIONS_LOG, NEUROMAS_DIRECTIONS_BASELINE)
+@dataclass(frozen=True)
+class NeuromasRerun:
+    """A later run of v3's recipes after a change to the data or the decoding: its own section."""
+
+    log: str
+    saved: str
+    title: str
+    intro: str
+    variants: str
+
+
+NEUROMAS_RERUNS = (
+    NeuromasRerun(
+        "neuromas_v3_directions.log",
+        "neuromas_v3_directions.json",
+        "NeuroMAS v3 on Text2SQL: direction words and constrained decoding",
+        "The v3 recipes above, trained on twelve schemas instead of ten: `logistics` (parcels picked "
+        "up in one city and delivered to another) and `rail` (trains departing one city and arriving "
+        "in another) each have two columns holding the same cities, told apart only by direction "
+        'words ("from", "sent to", "departing", "arriving at"). Teams are scored as `orchestrl ask` '
+        "decodes: constrained, the WHERE column one the question names a stored value of (any column "
+        "when it holds a number), the value the best-scored span that fits it, a text column's "
+        "operator = or !=. `free decoding`: the same team, each action component's own argmax.",
+        "neuromas5_every monolithic_every neuromas5_every_es monolithic_every_es neuromas5_every_es_rl",
+    ),
+    NeuromasRerun(
+        "neuromas_v3_language.log",
+        "neuromas_v3_language.json",
+        "NeuroMAS v3 on Text2SQL: comparatives as people write them",
+        "The section above's schemas and decoding, with the training grammar's comparatives "
+        'rebalanced: "no more than" (<=) had been twice as frequent as "more than" (>), and teams '
+        'read "more than 150 seats" on the hand-written dev questions as < 150. Plain comparatives now '
+        "outnumber their negations (`test_a_comparative_means_what_it_says_more_often_than_its_negation`).",
+        "neuromas5_every monolithic_every monolithic_every_es neuromas5_every_es_rl",
+    ),
+)
+
+
+def neuromas_rerun_part(rerun: NeuromasRerun) -> list[str]:
+    result = neuromas_result(rerun.log, rerun.saved)
     if result is None:
         return []
     out = [
-        "## NeuroMAS v3 on Text2SQL: direction words and constrained decoding",
+        f"## {rerun.title}",
         "",
-        "The v3 recipes above, trained on twelve schemas instead of ten: `logistics` (parcels "
-        "picked up in one city and delivered to another) and `rail` (trains departing one city and "
-        "arriving in another) each have two columns holding the same cities, told apart only by "
-        'direction words ("from", "sent to", "departing", "arriving at"). Teams are '
-        "scored as `orchestrl ask` decodes: constrained, the WHERE column one the question names a "
-        "stored value of (any column when it holds a number), the value the best-scored span that "
-        "fits it, a text column's operator = or !=. `free decoding`: the same team, each action "
-        "component's own argmax.",
+        rerun.intro,
         "",
         *commands(
             "Produced by",
             [
-                "python benchmarks/neuromas.py --variants neuromas5_every monolithic_every "
-                "neuromas5_every_es monolithic_every_es neuromas5_every_es_rl --seeds 3 "
-                f"2> benchmarks/logs/{NEUROMAS_DIRECTIONS_LOG}",
+                f"python benchmarks/neuromas.py --variants {rerun.variants} --seeds 3 "
+                f"2> benchmarks/logs/{rerun.log}"
             ],
         ),
         "",
         *commands(
             "Summarised by",
             [
-                f"python benchmarks/neuromas.py --summarise benchmarks/logs/{NEUROMAS_DIRECTIONS_LOG}"
-                f" > benchmarks/results/{NEUROMAS_DIRECTIONS_BASELINE}"
+                f"python benchmarks/neuromas.py --summarise benchmarks/logs/{rerun.log}"
+                f" > benchmarks/results/{rerun.saved}"
             ],
         ),
         "",
@@ -1604,7 +1631,8 @@ def render() -> str:
     lines += credit_part()
     lines += neuromas_part()
     lines += neuromas_v3_part()
-    lines += neuromas_directions_part()
+    for rerun in NEUROMAS_RERUNS:
+        lines += neuromas_rerun_part(rerun)
     lines += spread_wallclock_part()
     lines += saved_part()
     lines += list(NOT_BENCHMARKED)
