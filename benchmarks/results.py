@@ -1491,6 +1491,18 @@ SAVED = (
         team_vs_search_section,
     ),
     Saved(
+        "l4_36its/team_vs_search.json",
+        "LEMON team against search: three times the PPO iterations (pilot, level 4, 2 seeds)",
+        "python benchmarks/team_vs_search.py --levels 4 --seeds 2 --kinds lemon bc_only --iterations 36"
+        " --log benchmarks/logs/team_vs_search_l4_36its.log"
+        "   # sharing the 2 cores with other jobs throughout (train_s doubled)\n"
+        "python benchmarks/team_vs_search.py --summarise benchmarks/logs/team_vs_search_l4_36its.log"
+        " --out benchmarks/results/l4_36its",
+        "python benchmarks/team_vs_search.py --iterations 36"
+        " --log benchmarks/logs/team_vs_search_l4_36its.log  # levels 3-5, 5 seeds",
+        team_vs_search_section,
+    ),
+    Saved(
         "spec_reward/team_vs_search.json",
         "LEMON team against search at equal executions, rewarded by the last spec (before)",
         "python benchmarks/team_vs_search.py --round-reward spec --levels 3 4 --seeds 3"
