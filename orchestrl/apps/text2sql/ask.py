@@ -150,14 +150,14 @@ class Team:
                 logits = self.module.forward_inference({Columns.OBS: batch})[Columns.ACTION_DIST_INPUTS]
             env_logits = logits[:, : sum(self.module.env_lens)]
             joint = self.module.env_action_dist_cls().from_logits(env_logits).to_deterministic().sample()
-            n_extractor = len(act.NVEC[act.EXTRACTOR])
+            n_extractor, extractor_logits = len(act.NVEC[act.EXTRACTOR]), sum(act.NVEC[act.EXTRACTOR])
             for row, scores, i in zip(joint.numpy(), env_logits.numpy(), chunk, strict=True):
                 extractor, composer = row[:n_extractor], row[n_extractor:].copy()
                 if self.constrained:
                     composer = _fitting_value(
                         extractor,
                         composer,
-                        scores[sum(act.NVEC[act.EXTRACTOR]) :],
+                        scores[extractor_logits:],
                         words[i],
                         schemas[i],
                         values[i],
@@ -280,7 +280,7 @@ def _fitting_value(
     span = act.linked_span(where, part["value_start"], part["value_length"], words, schema, values)
     if span is not None:
         composer[names.index("value_start")], composer[names.index("value_length")] = span
-    if schema.columns[where - 1][1].sql_type == "TEXT":
+    if not schema.columns[where - 1][1].numeric:
         equality = [int(Op.EQ), int(Op.NE)]
         composer[names.index("op")] = equality[int(np.argmax(part["op"][equality]))]
     return composer

@@ -68,8 +68,7 @@ def where_mask(words: Sequence[str], schema: Schema, values: ValueIndex) -> np.n
     linked = set().union(*values.links(words)) if words else set()
     has_number = any(is_number(w) for w in words)
     for slot, (_, column) in enumerate(schema.columns[: COLUMN_SLOTS - 1], start=1):
-        text = column.sql_type == "TEXT"
-        mask[slot] = float(slot in linked if text else has_number)
+        mask[slot] = float(has_number if column.numeric else slot in linked)
     return mask
 
 
@@ -84,14 +83,14 @@ def linked_span(
     """The (value_start, value_length) the composer scores highest among the spans that give column
     ``where`` a value it can hold: a stored value of a text column, one number for any other. None
     when no span of the question does (the caller keeps the composer's own choice)."""
-    text = schema.columns[where - 1][1].sql_type == "TEXT"
+    numeric = schema.columns[where - 1][1].numeric
     best, best_score = None, -np.inf
     for start in range(min(len(words), len(start_logits))):
         for length in range(1, min(MAX_VALUE_WORDS, len(length_logits)) + 1):
             span = words[start : start + length]
             if len(span) < length:
                 break
-            fits = values.stored(where, span) is not None if text else length == 1 and is_number(span[0])
+            fits = length == 1 and is_number(span[0]) if numeric else values.stored(where, span) is not None
             score = start_logits[start] + length_logits[length - 1]
             if fits and score > best_score:
                 best, best_score = (start, length - 1), score

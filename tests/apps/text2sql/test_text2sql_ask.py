@@ -146,10 +146,10 @@ def test_constrained_decoding_gives_every_where_a_value_it_can_hold(
             if not plan.where:
                 continue
             column = schema.columns[plan.where - 1][1]
-            if column.sql_type == "TEXT":
-                fits = plan.value in index.by_slot.get(plan.where, {}).values() and plan.op in (Op.EQ, Op.NE)
-            else:
+            if column.numeric:
                 fits = is_number(plan.value)
+            else:
+                fits = plan.value in index.by_slot.get(plan.where, {}).values() and plan.op in (Op.EQ, Op.NE)
             if not fits:
                 out.append(k)
         return out
