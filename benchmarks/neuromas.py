@@ -27,7 +27,7 @@ Variants (every one with frozen all-MiniLM-L6-v2 WordPiece vectors and value lin
 - ``neuromas5_contextual``: ``neuromas5_reads_all`` with the question's words as the frozen MiniLM's
   contextual states (cached per question) instead of static piece vectors, with the CPU it costs.
 
-v3 (every node works; ``configs/neuromas_text2sql.yaml`` is ``neuromas5_every_es_rl``):
+v3 (every node works; ``configs/neuromas_text2sql.yaml`` is ``neuromas5_every_ctx_esdev_group_rl``):
 
 - ``neuromas5_every`` / ``neuromas7_every``: every node reads the question, hidden ones through
   queries conditioned on their messages (``observe: every``), each with a rank-8 adapter, and the
@@ -39,7 +39,16 @@ v3 (every node works; ``configs/neuromas_text2sql.yaml`` is ``neuromas5_every_es
   split's schemas (twice the demonstrations, at most five times the epochs);
 - ``neuromas5_every_rl`` / ``neuromas5_every_cf``: a measured RL phase (``RL_PHASE``) after the
   budget's cloning, on the shared reward / with per-agent counterfactual credit
-  (``credit: counterfactual``); ``neuromas5_every_es_rl``: the same RL phase after early stopping.
+  (``credit: counterfactual``); ``neuromas5_every_es_rl``: the same RL phase after early stopping;
+  ``neuromas5_every_es_group_rl``: that RL phase with the group baseline (``baseline: group``: four
+  sampled queries per question, each scored against the other three, as many env steps);
+- ``_ctx``: question words as the frozen MiniLM's contextual states (``contextual``), so a paraphrase
+  is read in its sentence: ``neuromas5_every_ctx`` against ``monolithic_every_ctx`` (widened to
+  ``neuromas7_every_ctx``'s live parameters), ``neuromas5_every_ctx_es_rl``,
+  ``neuromas5_every_ctx_es_group_rl``; ``_esdev``: early stopping on the mean agreement over the
+  validation split and the 30 hand-written dev questions (``tests/data/text2sql_natural_dev.jsonl``,
+  validation schemas; the 75 test questions are never used): ``neuromas5_every_ctx_esdev_rl``,
+  ``neuromas5_every_ctx_esdev_group_rl`` (the shipped config).
 
 Teams are scored as ``orchestrl ask`` decodes, constrained (:class:`~orchestrl.apps.text2sql.ask.Team`);
 ``*_free`` is the same team with each action component's own argmax, so decoding's share shows.
@@ -156,6 +165,18 @@ EARLY_STOPPING = {
 }
 """Cloning to early stopping on the validation split's schemas, on twice the demonstrations, for
 at most five times the budget's epochs (:mod:`orchestrl.algorithms.neuromas.cloning`)."""
+EARLY_STOPPING_DEV = {
+    **EARLY_STOPPING,
+    "bc_validation_env": [
+        {"split": "validation"},
+        {"split": "validation", "questions_file": str(NATURAL_DEV)},
+    ],
+}
+"""The same, stopping on the mean agreement over the validation split and the 30 hand-written dev
+questions (on the validation schemas; the test set's 75 are never used)."""
+ES_RL = {"layers": [2, 2], **EVERY_NODE, **EARLY_STOPPING, "anchor_coeff": 0.05}
+"""v3's shipped recipe: NeuroMAS-5, every node working, cloned to early stopping, then RL anchored to
+the clone."""
 VARIANTS: dict[str, dict[str, Any]] = {
     "neuromas3": {"layers": [1, 1]},
     "neuromas5": {"layers": [2, 2]},
@@ -175,7 +196,21 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "neuromas5_every_es": {"layers": [2, 2], **EVERY_NODE, **EARLY_STOPPING},
     "monolithic_every_es": {"monolithic": True, "sequential": True, **EARLY_STOPPING},
     "neuromas5_every_rl": {"layers": [2, 2], **EVERY_NODE, "anchor_coeff": 0.05},
-    "neuromas5_every_es_rl": {"layers": [2, 2], **EVERY_NODE, **EARLY_STOPPING, "anchor_coeff": 0.05},
+    "neuromas5_every_es_rl": ES_RL,
+    "neuromas5_every_es_group_rl": {**ES_RL, "baseline": "group", "group_size": 4},
+    "neuromas5_every_ctx_es_rl": {**ES_RL, "contextual": True},
+    "neuromas5_every_ctx": {"layers": [2, 2], **EVERY_NODE, "contextual": True},
+    "neuromas7_every_ctx": {"layers": [2, 2, 2], **EVERY_NODE, "contextual": True},
+    "monolithic_every_ctx": {"monolithic": True, "sequential": True, "contextual": True},
+    "neuromas5_every_ctx_esdev_rl": {**ES_RL, **EARLY_STOPPING_DEV, "contextual": True},
+    "neuromas5_every_ctx_esdev_group_rl": {
+        **ES_RL,
+        **EARLY_STOPPING_DEV,
+        "contextual": True,
+        "baseline": "group",
+        "group_size": 4,
+    },
+    "neuromas5_every_ctx_es_group_rl": {**ES_RL, "contextual": True, "baseline": "group", "group_size": 4},
     "neuromas5_every_cf": {
         "layers": [2, 2],
         **EVERY_NODE,
@@ -184,6 +219,8 @@ VARIANTS: dict[str, dict[str, Any]] = {
         "alternatives": 4,
     },
 }
+SHIPPED = "neuromas5_every_ctx_esdev_group_rl"
+"""The variant ``configs/neuromas_text2sql.yaml`` trains (the README's ``orchestrl ask`` example)."""
 V3 = [
     "neuromas5",
     "neuromas5_every",
@@ -201,7 +238,11 @@ RL_PHASE = {"rl_iterations": 16, "lr": 1e-4}
 """The variants whose RL phase is measured (``_rl``: the shared reward; ``_cf``: per-agent
 counterfactual credit): 16 PPO iterations at 1e-4 with an anchor to the cloned policy, and, in the
 same run from the same cloned weights, cloning continued for the RL phase's wall time (``bc_more_*``)."""
-MATCHED = {"monolithic": ("neuromas7", "params"), "monolithic_every": ("neuromas7_every", "live_params")}
+MATCHED = {
+    "monolithic": ("neuromas7", "params"),
+    "monolithic_every": ("neuromas7_every", "live_params"),
+    "monolithic_every_ctx": ("neuromas7_every_ctx", "live_params"),
+}
 """A monolith's backbone is widened to the parameter count of the network named (total or live)."""
 SAME_WIDTH = {"monolithic_compute": "monolithic_every", "monolithic_every_es": "monolithic_every"}
 """The compute-matched monolith: the live-matched one's width, its neuron applied once per layer of
@@ -272,7 +313,10 @@ class Evaluation:
     def cpu_ms_per_question(self, module: Any) -> float:
         """Process CPU time of writing the test split's queries (the team's forward passes and
         decoding, not the SQL), per question."""
+        from orchestrl.envs.text2sql.word_vectors import CONTEXT_CACHE
+
         team, questions = Team(module), self.test
+        CONTEXT_CACHE.clear()  # a contextual team reads a question it has not seen through MiniLM
         started = time.process_time()
         team.plans(
             [q.words for q in questions],
@@ -380,11 +424,11 @@ def cloning_continued(
     from orchestrl.algorithms.behaviour_cloning import collect_demonstrations
     from orchestrl.algorithms.context import WarmStartSection
     from orchestrl.algorithms.neuromas.cloning import behaviour_cloning
-    from orchestrl.algorithms.neuromas.team_env import NeuromasTeamEnv
+    from orchestrl.algorithms.neuromas.team_env import NeuromasTeamEnv, ungrouped
 
     module = trainer.learner.module[TEAM]
     module.set_state(cloned)
-    env = NeuromasTeamEnv(trainer.config.env_config)
+    env = NeuromasTeamEnv(ungrouped(trainer.config.env_config))
     try:
         episodes = data["warm_start"]["episodes"]
         demos = collect_demonstrations(env, env.team_expert, episodes, seed=seed, gamma=trainer.config.gamma)
@@ -703,20 +747,23 @@ def versus(result: dict[str, Any]) -> dict[str, Any]:
     95% CIs are apart, the network's above)."""
     nat = result["natural_accuracy"]
     out: dict[str, Any] = {}
-    for key, monolith in (
-        ("network_vs_monolith", "monolithic_every"),
-        ("network_vs_compute_matched", "monolithic_compute"),
+    for key, monolith, networks in (
+        ("network_vs_monolith", "monolithic_every", ("neuromas5_every", "neuromas7_every")),
+        ("network_vs_monolith", "monolithic_every_ctx", ("neuromas5_every_ctx",)),
+        ("network_vs_compute_matched", "monolithic_compute", ("neuromas5_every", "neuromas7_every")),
     ):
-        networks = [n for n in ("neuromas5_every", "neuromas7_every") if n in nat]
-        if monolith not in nat or not networks:
+        present = [n for n in networks if n in nat]
+        if monolith not in nat or not present:
             continue
-        out[key] = {
-            name: {
-                "natural_iqm_difference": round(nat[name]["iqm"] - nat[monolith]["iqm"], 4),
-                "cis_apart": nat[name]["ci95"][0] > nat[monolith]["ci95"][1],
+        out.setdefault(key, {}).update(
+            {
+                name: {
+                    "natural_iqm_difference": round(nat[name]["iqm"] - nat[monolith]["iqm"], 4),
+                    "cis_apart": nat[name]["ci95"][0] > nat[monolith]["ci95"][1],
+                }
+                for name in present
             }
-            for name in networks
-        }
+        )
     return out
 
 

@@ -377,7 +377,17 @@ VARIANT_LABELS = {
     "monolithic_every_es": "live-matched monolith, cloned to early stopping",
     "neuromas5_every_rl": "NeuroMAS-5 v3, 16 PPO iterations on the shared reward",
     "neuromas5_every_cf": "NeuroMAS-5 v3, 16 PPO iterations with per-agent counterfactual credit",
-    "neuromas5_every_es_rl": "NeuroMAS-5 v3, cloned to early stopping, then 16 PPO iterations (shipped)",
+    "neuromas5_every_es_rl": "NeuroMAS-5 v3, cloned to early stopping, then 16 PPO iterations",
+    "neuromas5_every_es_group_rl": "the same, RL with the group baseline (4 sampled queries per question)",
+    "neuromas5_every_ctx_es_rl": "NeuroMAS-5 v3, contextual MiniLM states, early stopping, 16 PPO iterations",
+    "neuromas5_every_ctx_es_group_rl": "the same, RL with the group baseline",
+    "neuromas5_every_ctx_esdev_rl": "NeuroMAS-5 v3, contextual MiniLM states, early stopping on validation "
+    "and dev questions, 16 PPO iterations",
+    "neuromas5_every_ctx_esdev_group_rl": "the same, RL with the group baseline (shipped)",
+    "neuromas5_every_ctx": "NeuroMAS-5, every node reads, sequential decisions, adapters, "
+    "contextual MiniLM states",
+    "monolithic_every_ctx": "monolithic agent, sequential decisions, contextual MiniLM states, "
+    "NeuroMAS-7's live parameters",
 }
 NEUROMAS_V3_LOG = "neuromas_v3_full.log"
 NEUROMAS_V3_BASELINE = "neuromas_v3_full.json"

@@ -75,3 +75,48 @@ def test_the_v3_figures_and_goals_come_from_the_runs_lines(neuromas: ModuleType,
     difference = nat["neuromas7_every"]["iqm"] - nat["monolithic_every"]["iqm"]
     assert apart["cis_apart"] and apart["natural_iqm_difference"] == pytest.approx(difference, abs=1e-4)
     assert result["goals"]["network_vs_live_matched_monolith"]["met"]
+
+
+def test_the_contextual_network_is_compared_with_the_contextual_monolith(
+    neuromas: ModuleType, tmp_path: Path
+) -> None:
+    runs = {
+        "neuromas5_every_ctx": [run(0.80, 0.80), run(0.82, 0.82), run(0.84, 0.84)],
+        "monolithic_every_ctx": [run(0.70, 0.70), run(0.72, 0.72), run(0.74, 0.74)],
+        "monolithic_every": [run(0.90, 0.90), run(0.92, 0.92), run(0.94, 0.94)],
+    }
+    log = tmp_path / "ctx.log"
+    log.write_text(
+        "".join(f"seed {s} {name} {json.dumps(r)}\n" for name, rs in runs.items() for s, r in enumerate(rs))
+    )
+    versus = neuromas.tabulate(neuromas.read_log(log), {})["network_vs_monolith"]
+    assert list(versus) == ["neuromas5_every_ctx"] and versus["neuromas5_every_ctx"]["cis_apart"]
+    assert versus["neuromas5_every_ctx"]["natural_iqm_difference"] == pytest.approx(0.10, abs=1e-4)
+
+
+def test_the_shipped_config_trains_the_benchmark_s_shipped_variant(neuromas: ModuleType) -> None:
+    """configs/neuromas_text2sql.yaml holds the knobs, budget and RL phase of ``SHIPPED``, so the
+    README's example trains what the benchmark measured (paths resolved from the repository)."""
+    import yaml
+
+    root = Path(neuromas.__file__).resolve().parents[1]
+    config = yaml.safe_load((root / "configs" / "neuromas_text2sql.yaml").read_text())
+
+    def resolved(value):
+        if isinstance(value, list):
+            return [resolved(v) for v in value]
+        if isinstance(value, dict):
+            return {k: str((root / v).resolve()) if k == "questions_file" else v for k, v in value.items()}
+        return value
+
+    knobs = {**neuromas.MODEL, **neuromas.VARIANTS[neuromas.SHIPPED]}
+    algorithm = {k: resolved(v) for k, v in config["algorithm"].items() if k != "name"}
+    assert algorithm == {k: resolved(v) for k, v in knobs.items()}
+    budget = neuromas.FULL
+    assert config["warm_start"]["episodes"] == 2 * budget.bc_samples
+    assert config["warm_start"]["epochs"] == 5 * budget.bc_epochs
+    assert config["warm_start"]["lr"] == neuromas.BC["lr"]
+    assert config["model"]["hidden"] == neuromas.HIDDEN
+    assert config["training"]["lr"] == neuromas.RL_PHASE["lr"]
+    assert config["stop"]["iterations"] == budget.rl_iterations * neuromas.RL_PHASE["rl_iterations"] // 2
+    assert config["training"]["train_batch_size"] == budget.rl_batch

@@ -27,12 +27,14 @@ from orchestrl.algorithms.modules import AgentToModule
 from orchestrl.algorithms.neuromas.learner import KNOBS_KEY, NeuromasLearner
 from orchestrl.algorithms.neuromas.module import NeuromasModule, build_topology
 from orchestrl.algorithms.neuromas.team_env import (
+    GROUP_SIZE_KEY,
     MESSAGE_SLOTS_KEY,
     MESSAGE_VOCAB_KEY,
     TEAM,
     NeuromasTeamEnv,
     agent_nvec,
     team_spaces,
+    ungrouped,
 )
 from orchestrl.errors import ConfigError
 
@@ -104,6 +106,13 @@ class NeuromasConfig(BaseModel):
     e.g. text2sql; :mod:`.credit`)."""
     alternatives: int = Field(4, ge=1)
     """Re-executions per agent and episode with ``credit: counterfactual``."""
+    baseline: Literal["critic", "group"] = "critic"
+    """critic: the advantage is GAE's against the learned critic; group: the env poses each task
+    ``group_size`` times running and each sampled answer is scored against the others of its group
+    (leave-one-out, one-step envs; :mod:`.group`). Demonstrations and evaluation pose every task once."""
+    group_size: int = Field(4, ge=2)
+    """With ``baseline: group``: answers sampled per task (the batch size's divisor per env runner
+    keeps every group whole in one batch)."""
     anchor_coeff: float = Field(0.0, ge=0)
     """Weight of KL(pi || pi_clone), the policy cloning left, in the RL loss (0: no anchor)."""
     aux_coeff: float = Field(0.0, ge=0)
@@ -111,10 +120,12 @@ class NeuromasConfig(BaseModel):
     bc_token_dropout: float = Field(0.3, ge=0, lt=1)
     """Probability of dropping each known word to the "unknown" embedding during the warm start
     (the experiment's ``warm_start:`` section clones the env's expert; see :mod:`.cloning`)."""
-    bc_validation_env: dict[str, Any] | None = None
+    bc_validation_env: dict[str, Any] | list[dict[str, Any]] | None = None
     """Env ``kwargs`` overrides for validation demonstrations (Text2SQL: ``{split: validation}``,
-    schemas training never sees): cloning then stops early, keeping the epoch whose greedy team
-    agrees most with the expert there (see :mod:`.cloning`). None: ``warm_start.epochs`` epochs."""
+    schemas training never sees), or a list of them (e.g. also ``{split: validation,
+    questions_file: <dev questions written by hand>}``): cloning then stops early, keeping the epoch
+    whose greedy team agrees most with the expert there, on the mean over the sets (see
+    :mod:`.cloning`). None: ``warm_start.epochs`` epochs."""
     bc_validation_episodes: int = Field(512, ge=1)
     bc_patience: int = Field(3, ge=1)
     """Epochs without a better validation agreement before cloning stops."""
@@ -134,6 +145,10 @@ class NeuromasConfig(BaseModel):
             raise ValueError(
                 "credit: counterfactual credits env agents' components; discrete message tokens "
                 "belong to no agent (use continuous messages)"
+            )
+        if self.baseline == "group" and self.credit == "counterfactual":
+            raise ValueError(
+                "baseline: group and credit: counterfactual each replace the shared advantage; choose one"
             )
         if self.repeats > 1 and not self.monolithic:
             raise ValueError("repeats: only a monolithic agent applies its neuron more than once")
@@ -210,11 +225,19 @@ def configure_neuromas(ppo: PPOConfig, knobs: NeuromasConfig, context: BuildCont
     if knobs.grow_from and not Path(knobs.grow_from).expanduser().exists():
         raise ConfigError(f"algorithm.grow_from: {knobs.grow_from} does not exist")
     slots = message_slots(model_config)
-    extra_env = {MESSAGE_SLOTS_KEY: slots, MESSAGE_VOCAB_KEY: knobs.message_vocab}
-    ppo = ppo.environment(env=NeuromasTeamEnv, env_config={**ppo.env_config, **extra_env})
-    if ppo.evaluation_config and "env_config" in ppo.evaluation_config:
-        ppo.evaluation_config["env_config"] = {**ppo.evaluation_config["env_config"], **extra_env}
     env = context.env
+    extra_env = {MESSAGE_SLOTS_KEY: slots, MESSAGE_VOCAB_KEY: knobs.message_vocab}
+    if ppo.evaluation_config is not None:  # every evaluation task once, whatever training does
+        evaluated = ppo.evaluation_config.get("env_config", ppo.env_config)
+        ppo.evaluation_config["env_config"] = ungrouped({**evaluated, **extra_env})
+    if knobs.baseline == "group":
+        if env.horizon != 1:
+            raise ConfigError(
+                f"algorithm.baseline: the group baseline scores one-step episodes; env '{env.name}' "
+                f"has horizon {env.horizon}"
+            )
+        extra_env[GROUP_SIZE_KEY] = knobs.group_size
+    ppo = ppo.environment(env=NeuromasTeamEnv, env_config={**ppo.env_config, **extra_env})
     obs_space, act_space = team_spaces(env.observation_spaces, env.action_spaces, slots, knobs.message_vocab)
     ppo = ppo.multi_agent(
         policies={TEAM: PolicySpec(observation_space=obs_space, action_space=act_space)},
@@ -235,6 +258,10 @@ def configure_neuromas(ppo: PPOConfig, knobs: NeuromasConfig, context: BuildCont
     ppo = ppo.learners(learner_class=NeuromasLearner, learner_config_dict={KNOBS_KEY: learner_knobs})
     if knobs.credit == "counterfactual":
         ppo = with_team_credit(ppo, knobs, model_config, env)
+    if knobs.baseline == "group":
+        from orchestrl.algorithms.neuromas.group import GroupAdvantageColumns
+
+        ppo = ppo.learners(learner_connector=GroupAdvantageColumns(knobs.group_size))
     if context.warm_start.episodes:
         require_expert(env.name)
     if context.warm_start.dagger_rounds:
@@ -243,7 +270,7 @@ def configure_neuromas(ppo: PPOConfig, knobs: NeuromasConfig, context: BuildCont
         )
     if not (context.warm_start.episodes or knobs.grow_from):
         return ppo
-    hook = TeamWarmStart(knobs, context.warm_start, ppo.env_config, seed=seed, gamma=ppo.gamma)
+    hook = TeamWarmStart(knobs, context.warm_start, ungrouped(ppo.env_config), seed=seed, gamma=ppo.gamma)
     return with_warm_start(ppo, hook)
 
 
@@ -340,16 +367,22 @@ class TeamWarmStart:
             report.update({f"bc_{name}_loss": values for name, values in losses.items()})
         return report
 
-    def _validation_demonstrations(self) -> Any:
-        """The expert on the validation env (``bc_validation_env``), or None."""
-        if self.knobs.bc_validation_env is None:
-            return None
-        kwargs = {**self.env_config.get("kwargs", {}), **self.knobs.bc_validation_env}
-        env = NeuromasTeamEnv({**self.env_config, "kwargs": kwargs})
-        try:
-            episodes = self.knobs.bc_validation_episodes
-            return collect_demonstrations(env, env.team_expert, episodes, seed=self.seed, gamma=self.gamma)[
-                TEAM
-            ]
-        finally:
-            env.close()
+    def _validation_demonstrations(self) -> list[Any]:
+        """The expert on each validation env (``bc_validation_env``); empty without one."""
+        overrides = self.knobs.bc_validation_env
+        if overrides is None:
+            return []
+        sets = []
+        for override in [overrides] if isinstance(overrides, dict) else overrides:
+            env = NeuromasTeamEnv(
+                {**self.env_config, "kwargs": {**self.env_config.get("kwargs", {}), **override}}
+            )
+            try:
+                episodes = self.knobs.bc_validation_episodes
+                demos = collect_demonstrations(
+                    env, env.team_expert, episodes, seed=self.seed, gamma=self.gamma
+                )
+            finally:
+                env.close()
+            sets.append(demos[TEAM])
+        return sets

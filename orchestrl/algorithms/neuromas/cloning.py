@@ -19,9 +19,10 @@ returns, the auxiliary head (if any) to its rewards,
     L_V = E_(s, G*) ~ D [ (V(s) - G*)^2 ]          L_aux = E_(s, r*) ~ D [ (r_hat(s) - r*)^2 ]
 
 With validation demonstrations (the expert on other tasks: ``bc_validation_env`` in the
-algorithm's knobs, e.g. Text2SQL's ``validation`` split of unseen schemas), cloning stops early:
-after each epoch the greedy team's exact agreement with the expert's joint action on them is
-measured, and when it has not improved for ``patience`` epochs the best epoch's weights are put
+algorithm's knobs, e.g. Text2SQL's ``validation`` split of unseen schemas, and a dev set of
+questions written by hand), cloning stops early: after each epoch the greedy team's exact agreement
+with the expert's joint action on them is measured (the mean over the validation sets, each weighing
+the same), and when it has not improved for ``patience`` epochs the best epoch's weights are put
 back (``warm_start.epochs`` is then the most it runs).
 
 Why: RL starts with heads that already fit the cloned policy's outcomes. The auxiliary head reads
@@ -36,6 +37,7 @@ from __future__ import annotations
 
 import copy
 import time
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -55,7 +57,7 @@ def behaviour_cloning(
     env_components: int,
     token_dropout: float = 0.1,
     seed: int = 0,
-    validation: Demonstrations | None = None,
+    validation: Demonstrations | Sequence[Demonstrations] | None = None,
     patience: int = 3,
     max_seconds: float | None = None,
 ) -> dict[str, list[float]]:
@@ -63,7 +65,8 @@ def behaviour_cloning(
     expert's actions (the first ``env_components`` of each joint action; the rest are message
     slots), the critic to its returns and the auxiliary head to its rewards, both on the node states
     detached. Returns each loss's mean per epoch (``bc``, ``value``, ``aux``), and with
-    ``validation`` each epoch's ``validation_agreement`` and the ``best_epoch`` (1-based) kept.
+    ``validation`` (one set or several) each epoch's ``validation_agreement`` (the mean over the
+    sets) and the ``best_epoch`` (1-based) kept.
     ``max_seconds``: stop after the minibatch that spends that much wall time (cloning continued for
     as long as something else ran: the control of an RL phase)."""
     generator = np.random.default_rng(seed)
@@ -76,7 +79,8 @@ def behaviour_cloning(
     dist_cls = module.env_action_dist_cls()
     losses = ("bc", "value", *(("aux",) if len(heads) > 1 else ()))
     history: dict[str, list[float]] = {key: [] for key in losses}
-    if validation is not None:
+    checks = [validation] if isinstance(validation, Demonstrations) else list(validation or ())
+    if checks:
         history["validation_agreement"] = []
     best: tuple[tuple[float, float], int, dict[str, torch.Tensor]] | None = None
     module.train()
@@ -110,9 +114,10 @@ def behaviour_cloning(
             history[key].append(totals[key] / len(demos))
         if deadline is not None and time.perf_counter() >= deadline:
             break
-        if validation is None:
+        if not checks:
             continue
-        score = agreement(module, validation, env_components)
+        per_set = [agreement(module, check, env_components) for check in checks]
+        score = (float(np.mean([a for a, _ in per_set])), float(np.mean([c for _, c in per_set])))
         history["validation_agreement"].append(score[0])
         module.train()
         if best is None or score > best[0]:  # ties on whole actions go to more components right

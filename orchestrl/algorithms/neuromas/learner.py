@@ -15,6 +15,7 @@ from ray.rllib.evaluation.postprocessing import Postprocessing
 from ray.rllib.utils.torch_utils import explained_variance
 
 from orchestrl.algorithms.neuromas.credit import AGENT_ADVANTAGES
+from orchestrl.algorithms.neuromas.group import GROUP_ADVANTAGES
 from orchestrl.algorithms.neuromas.module import AUX_PREDICTION
 from orchestrl.algorithms.ppo_learner import FastStepPPOLearner
 
@@ -56,6 +57,7 @@ def joint_loss(
     agent_advantages: torch.Tensor | None = None,
     anchor_kl: torch.Tensor | None = None,
     anchor_coeff: float = 0.0,
+    group_advantages: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
     """The one loss of the team network (NeuroMAS, arXiv 2605.16757: joint RL on a shared reward).
 
@@ -83,9 +85,13 @@ def joint_loss(
 
         L_pi     = -E[ sum_i min(rho_i A_i, clip(rho_i, 1-eps, 1+eps) A_i) ],   rho_i = pi_i / pi_i,old
 
-    and the others as above. ``anchor_kl`` (per row, KL(pi || pi_clone) to the policy cloning left)
+    and the others as above. With the group baseline (``baseline: group``, :mod:`.group`;
+    ``group_advantages`` (B,), NaN on rows without), a row that has one uses it as ``A_t`` in place
+    of the critic's. ``anchor_kl`` (per row, KL(pi || pi_clone) to the policy cloning left)
     adds ``anchor_coeff * E[KL]``: RL may move the policy where the reward says, not drift from it.
     """
+    if group_advantages is not None:
+        advantages = torch.where(torch.isfinite(group_advantages), group_advantages, advantages)
     per_row = surrogate(objective, logp, old_logp, advantages, clip)
     if agent_advantages is not None:
         credited = torch.isfinite(agent_advantages).all(-1)
@@ -136,6 +142,8 @@ class NeuromasLearner(FastStepPPOLearner):
                 "agent_old_logp": module.agent_logp(old_logits, batch[Columns.ACTIONS]),
                 "agent_advantages": batch[AGENT_ADVANTAGES],
             }
+        if GROUP_ADVANTAGES in batch:
+            credit["group_advantages"] = batch[GROUP_ADVANTAGES]
         anchor_coeff = float(knobs.get("anchor_coeff", 0.0))
         if anchor_coeff > 0:
             credit["anchor_kl"] = self._anchor_kl(module, batch, logits)

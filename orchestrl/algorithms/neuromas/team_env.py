@@ -12,8 +12,12 @@ agent, ``team``:
 - infos: ``{"team": {"metrics": <the env's episode metrics>, "agents": <every agent's info>}}``,
   so env-reported metrics still reach ``env/<name>`` (:mod:`orchestrl.envs.reporting`).
 
-It takes the same ``env_config`` as :class:`~orchestrl.envs.rllib_env.RegisteredEnv`, plus the two
-message keys below, so evaluation env overrides work unchanged. An env with the counterfactual API
+It takes the same ``env_config`` as :class:`~orchestrl.envs.rllib_env.RegisteredEnv`, plus the
+message keys and the group size below, so evaluation env overrides work unchanged. With a group size
+``G > 1`` (NeuroMAS' group baseline, :mod:`.group`) the env poses each task ``G`` times running: every
+``G``-th reset draws a task seed from the env's own generator and the ``G`` resets of the group reseed
+the wrapped env with it, so they start the same episode; the reset info names the group
+(``{"team": {"group": <task seed>}}``). An env with the counterfactual API
 (:mod:`orchestrl.envs.counterfactual`) keeps it through the wrapper, per env agent: what NeuroMAS'
 counterfactual credit re-executes (:mod:`.credit`).
 """
@@ -40,6 +44,14 @@ TEAM = "team"
 TIME_KEY = "__time__"
 MESSAGE_SLOTS_KEY = "neuromas_message_slots"
 MESSAGE_VOCAB_KEY = "neuromas_message_vocab"
+GROUP_SIZE_KEY = "neuromas_group_size"
+GROUP_INFO = "group"
+"""The team's reset-info key naming the episode's group (only with a group size above 1)."""
+
+
+def ungrouped(env_config: dict[str, Any]) -> dict[str, Any]:
+    """``env_config`` posing every task once (demonstrations and evaluation draw distinct tasks)."""
+    return {k: v for k, v in env_config.items() if k != GROUP_SIZE_KEY}
 
 
 def agent_nvec(space: gym.Space, agent: str) -> tuple[int, ...]:
@@ -88,11 +100,26 @@ class NeuromasTeamEnv(MultiAgentEnv):
         self.action_space = gym.spaces.Dict({TEAM: act_space})
         self._t = 0
         self._last_obs: dict[str, Any] = {}
+        self.group_size = int(config.get(GROUP_SIZE_KEY, 1))
+        if self.group_size < 1:
+            raise ValueError(f"{GROUP_SIZE_KEY}: a group poses a task at least once, got {self.group_size}")
+        self._group_rng = np.random.default_rng()
+        self._posed = 0
+        self._task_seed = 0
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
-        obs, infos = self.inner.reset(seed=seed, options=options)
+        if self.group_size == 1:
+            obs, infos = self.inner.reset(seed=seed, options=options)
+            self._t = 0
+            return {TEAM: self._team_obs(obs)}, {TEAM: {"agents": infos}}
+        if seed is not None:
+            self._group_rng, self._posed = np.random.default_rng(seed), 0
+        if self._posed % self.group_size == 0:
+            self._task_seed = int(self._group_rng.integers(2**62))
+        self._posed += 1
+        obs, infos = self.inner.reset(seed=self._task_seed, options=options)
         self._t = 0
-        return {TEAM: self._team_obs(obs)}, {TEAM: {"agents": infos}}
+        return {TEAM: self._team_obs(obs)}, {TEAM: {"agents": infos, GROUP_INFO: self._task_seed}}
 
     def step(self, action_dict: dict[str, Any]):
         actions = self.split_action(action_dict[TEAM])

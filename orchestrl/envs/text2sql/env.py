@@ -62,6 +62,9 @@ class Text2SQLEnv(ParallelEnv):
             ``reset(seed=...)`` controls).
         data_dir: where the SQLite files live; default ``./runs/cache/text2sql/<db_seed>``.
         question_kinds: only these kinds of question (e.g. for a curriculum); default all.
+        questions_file: a JSONL file of questions written by hand (:mod:`.handwritten`'s format, on
+            the bank's schemas) posed instead of the split's generated ones: e.g. a dev set that
+            cloning stops early on.
         validity_penalty: subtracted when the assembled query is not valid SQL.
         length_cost: per SQL token beyond the gold query's length.
         sql_timeout_s: wall-time limit of one query.
@@ -80,6 +83,7 @@ class Text2SQLEnv(ParallelEnv):
         db_seed: int = 0,
         data_dir: str | Path | None = None,
         question_kinds: Sequence[str] | None = None,
+        questions_file: str | Path | None = None,
         validity_penalty: float = 0.2,
         length_cost: float = 0.005,
         sql_timeout_s: float = 1.0,
@@ -95,7 +99,10 @@ class Text2SQLEnv(ParallelEnv):
         self.split = split
         self.bank: QuestionBank = load_bank(int(db_seed), data_dir)
         kinds = set(question_kinds or KINDS)
-        self.questions: tuple[Question, ...] = tuple(q for q in self.bank.questions(split) if q.kind in kinds)
+        posed = self.bank.questions(split) if questions_file is None else self._handwritten(questions_file)
+        self.questions: tuple[Question, ...] = tuple(
+            q for q in posed if question_kinds is None or q.kind in kinds
+        )
         if not self.questions:
             raise ValueError(f"split '{split}' has no questions of kinds {sorted(kinds)}")
         self.validity_penalty = float(validity_penalty)
@@ -122,6 +129,13 @@ class Text2SQLEnv(ParallelEnv):
         self._question: Question | None = None
         self._last: dict[str, Any] | None = None
         self._written: Written | None = None
+
+    def _handwritten(self, path: str | Path) -> list[Question]:
+        from orchestrl.envs.text2sql.handwritten import load_handwritten
+
+        if not Path(path).is_file():
+            raise ValueError(f"questions_file: {path} is not a file")
+        return load_handwritten(path, self.bank)
 
     # --- PettingZoo API -----------------------------------------------------------------------
 

@@ -69,20 +69,21 @@ CONTEXT_CACHE: dict[bytes, torch.Tensor] = {}
 
 
 class ContextualStates:
-    """The frozen MiniLM's contextual state of each question word, cached per question."""
+    """The frozen MiniLM's contextual state of each question word, cached per question.
 
-    batch_size = 64
+    Each question is encoded alone, never padded into a batch with others: its states are then the
+    same bits whichever questions the process read before (batched, padding changes the matrix
+    shapes and so the float rounding, and a half-precision cache keeps the difference), and short
+    questions cost no padding."""
 
     def question_states(self, pieces: torch.Tensor) -> torch.Tensor:
         """``pieces``: (B, W, P) piece ids per word (0 = padding) -> (B, W, 384) states (zeros for
         absent words)."""
         rows = pieces.detach().to("cpu", torch.int64).numpy()
         keys = [row.tobytes() for row in rows]
-        missing = list({k: row for k, row in zip(keys, rows, strict=True) if k not in CONTEXT_CACHE}.items())
-        for start in range(0, len(missing), self.batch_size):
-            chunk = missing[start : start + self.batch_size]
-            for (key, _), states in zip(chunk, self._encode([row for _, row in chunk]), strict=True):
-                CONTEXT_CACHE[key] = states
+        for key, row in zip(keys, rows, strict=True):
+            if key not in CONTEXT_CACHE:
+                CONTEXT_CACHE[key] = self._encode(row)
         out = torch.zeros(*pieces.shape[:2], DIM)
         for b, key in enumerate(keys):
             states = CONTEXT_CACHE[key]
@@ -90,30 +91,21 @@ class ContextualStates:
         return out.to(pieces.device)
 
     @torch.no_grad()
-    def _encode(self, rows: list[np.ndarray]) -> list[torch.Tensor]:
-        sequences, owners = [], []
-        for row in rows:
-            ids, owner = [CLS_ID], [-1]
-            for w, word in enumerate(row):
-                for piece in word:
-                    if piece != PAD_ID:
-                        ids.append(int(piece))
-                        owner.append(w)
-            sequences.append([*ids, SEP_ID])
-            owners.append([*owner, -1])
-        length = max(len(s) for s in sequences)
-        ids = torch.zeros(len(rows), length, dtype=torch.long)
-        attention = torch.zeros(len(rows), length, dtype=torch.long)
-        for i, seq in enumerate(sequences):
-            ids[i, : len(seq)] = torch.tensor(seq)
-            attention[i, : len(seq)] = 1
-        hidden = _minilm()(input_ids=ids, attention_mask=attention).last_hidden_state
-        out = []
-        for i, owner in enumerate(owners):
-            n_words = max(owner) + 1
-            owner_t = torch.tensor(owner)
-            pooled = torch.zeros(n_words, DIM)
-            for w in range(n_words):
-                pooled[w] = hidden[i, : len(owner)][owner_t == w].mean(0)
-            out.append(pooled.half())
-        return out
+    def _encode(self, row: np.ndarray) -> torch.Tensor:
+        """One question's (W, P) piece ids -> (words, 384) half-precision states, each word the
+        mean of its pieces' last-layer states in ``[CLS] pieces [SEP]``."""
+        ids, owner = [CLS_ID], [-1]
+        for w, word in enumerate(row):
+            for piece in word:
+                if piece != PAD_ID:
+                    ids.append(int(piece))
+                    owner.append(w)
+        ids.append(SEP_ID)
+        owner.append(-1)
+        hidden = _minilm()(input_ids=torch.tensor([ids])).last_hidden_state[0]
+        owner_t = torch.tensor(owner)
+        n_words = max(owner) + 1
+        pooled = torch.zeros(n_words, DIM)
+        for w in range(n_words):
+            pooled[w] = hidden[owner_t == w].mean(0)
+        return pooled.half()

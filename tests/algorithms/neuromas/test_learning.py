@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -200,5 +201,39 @@ def test_cloning_stops_early_on_validation_schemas_and_keeps_its_best_epoch(expe
         validation = team_demonstrations(config, 48, seed=3)  # the hook's validation episodes
         module = trainer.learner.module[TEAM]
         assert agreement(module, validation, len(module.env_lens))[0] == pytest.approx(scores[best - 1])
+    finally:
+        trainer.stop()
+
+
+def test_cloning_stops_early_on_the_mean_over_several_validation_sets(experiment) -> None:
+    """``bc_validation_env`` as a list (the validation split and the hand-written dev questions):
+    the epoch kept is the one whose agreement, the mean over both sets, was best, and that mean is
+    what the kept weights score on the two sets."""
+    from orchestrl.algorithms.neuromas.cloning import agreement
+
+    dev = str(Path(__file__).resolve().parents[2] / "data" / "text2sql_natural_dev.jsonl")
+    sets = [{"split": "validation"}, {"split": "validation", "questions_file": dev}]
+    trainer, hook = trainer_for(
+        experiment,
+        "text2sql",
+        warm_start={"episodes": 192, "epochs": 40, "batch_size": 32, "lr": 3e-3},
+        word_vectors=True,
+        bc_validation_env=sets,
+        bc_validation_episodes=48,
+        bc_patience=2,
+    )
+    try:
+        report = hook(trainer.learner)
+        scores, best = report["bc_validation_agreement"], report["bc_best_epoch"][0]
+        assert scores[best - 1] == max(scores)
+        module = trainer.learner.module[TEAM]
+        per_set = []
+        for override in sets:
+            config = copy.deepcopy(trainer.config.env_config)
+            config["kwargs"] = {**config["kwargs"], **override}
+            demos = team_demonstrations(config, 48, seed=3)
+            per_set.append(agreement(module, demos, len(module.env_lens))[0])
+        assert scores[best - 1] == pytest.approx(np.mean(per_set))
+        assert per_set[0] != per_set[1]  # two sets, not one counted twice
     finally:
         trainer.stop()

@@ -59,3 +59,25 @@ def test_a_bad_line_is_refused_with_its_file_and_line(bank: QuestionBank, tmp_pa
         path.write_text(json.dumps(good) + "\n" + json.dumps(item) + "\n")
         with pytest.raises(ValueError, match=rf"bad.jsonl:2 .*{message}"):
             load_handwritten(path, bank)
+
+
+def test_an_env_poses_a_file_of_hand_written_questions_and_its_expert_answers_them(
+    bank_dir: Path, tmp_path: Path
+) -> None:
+    """``questions_file``: every episode is one of the file's questions (never a generated one), and
+    the expert's actions for it execute to its gold rows; a path that is no file is named."""
+    from orchestrl.envs.text2sql.env import Text2SQLEnv
+
+    env = Text2SQLEnv(split="validation", data_dir=bank_dir, questions_file=NATURAL_DEV)
+    try:
+        texts = {q.text for q in env.questions}
+        assert len(texts) == len(NATURAL_DEV.read_text().splitlines())
+        for i in range(len(env.questions)):
+            _, infos = env.reset(options={"question_index": i})
+            assert infos["schema_extractor"]["question"] in texts
+            _, rewards, *_ = env.step(env.expert_actions())
+            assert rewards["sql_composer"] > 0.9, env.question.text
+    finally:
+        env.close()
+    with pytest.raises(ValueError, match=r"questions_file: .*missing.jsonl is not a file"):
+        Text2SQLEnv(split="validation", data_dir=bank_dir, questions_file=tmp_path / "missing.jsonl")

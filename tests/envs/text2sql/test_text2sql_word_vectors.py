@@ -53,3 +53,17 @@ def test_contextual_states_read_a_word_in_its_question_and_are_cached(
     assert not torch.allclose(bank_river, bank_money, atol=1e-2)  # one word, two contexts
     monkeypatch.setattr(word_vectors, "_minilm", lambda: pytest.fail("recomputed a cached question"))
     torch.testing.assert_close(states.question_states(pieces.flip(0)), out.flip(0))
+
+
+def test_a_question_s_states_do_not_depend_on_what_was_read_with_it() -> None:
+    """The same bits for a question read alone and read in a batch beside a longer one, with the
+    cache cleared between (batched encoding pads it, which changes the rounding)."""
+    states = word_vectors.ContextualStates()
+    short = _pieces("how many ships are there")
+    word_vectors.CONTEXT_CACHE.clear()
+    alone = states.question_states(short)
+    word_vectors.CONTEXT_CACHE.clear()
+    beside = states.question_states(
+        torch.cat([_pieces("list every ship built before 1990 by the largest yard in norway"), short])
+    )
+    assert torch.equal(beside[1], alone[0])
