@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import functools
 import os
+from collections import OrderedDict
 from typing import Any
 
 import numpy as np
@@ -64,7 +65,10 @@ def _minilm() -> Any:
     return model
 
 
-CONTEXT_CACHE: dict[bytes, torch.Tensor] = {}
+CONTEXT_CACHE_SIZE = 20_000
+"""Questions the cache keeps, the least recently read dropped first: every question of the bank's
+splits fits, and a server answering people's questions stays bounded (a question is about 10 KB)."""
+CONTEXT_CACHE: OrderedDict[bytes, torch.Tensor] = OrderedDict()
 """Question (its piece ids) -> its words' contextual states, shared by every encoder in the process."""
 
 
@@ -80,14 +84,16 @@ class ContextualStates:
         """``pieces``: (B, W, P) piece ids per word (0 = padding) -> (B, W, 384) states (zeros for
         absent words)."""
         rows = pieces.detach().to("cpu", torch.int64).numpy()
-        keys = [row.tobytes() for row in rows]
-        for key, row in zip(keys, rows, strict=True):
-            if key not in CONTEXT_CACHE:
-                CONTEXT_CACHE[key] = self._encode(row)
         out = torch.zeros(*pieces.shape[:2], DIM)
-        for b, key in enumerate(keys):
-            states = CONTEXT_CACHE[key]
+        for b, row in enumerate(rows):
+            key = row.tobytes()
+            states = CONTEXT_CACHE.get(key)
+            if states is None:
+                states = CONTEXT_CACHE[key] = self._encode(row)
+            CONTEXT_CACHE.move_to_end(key)
             out[b, : states.shape[0]] = states.float()
+        while len(CONTEXT_CACHE) > CONTEXT_CACHE_SIZE:
+            CONTEXT_CACHE.popitem(last=False)
         return out.to(pieces.device)
 
     @torch.no_grad()

@@ -67,3 +67,18 @@ def test_a_question_s_states_do_not_depend_on_what_was_read_with_it() -> None:
         torch.cat([_pieces("list every ship built before 1990 by the largest yard in norway"), short])
     )
     assert torch.equal(beside[1], alone[0])
+
+
+def test_the_contextual_cache_keeps_the_questions_read_last(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Bounded: past its size the least recently read question goes, one read again stays."""
+    monkeypatch.setattr(word_vectors, "CONTEXT_CACHE_SIZE", 2)
+    states = word_vectors.ContextualStates()
+    word_vectors.CONTEXT_CACHE.clear()
+    first, second, third = (_pieces(q) for q in ("how many ships", "list the ports", "which yard is oldest"))
+    states.question_states(first)
+    states.question_states(second)
+    states.question_states(first)  # read again: now the most recent
+    states.question_states(third)
+    kept = set(word_vectors.CONTEXT_CACHE)
+    assert kept == {first[0].numpy().tobytes(), third[0].numpy().tobytes()}
+    word_vectors.CONTEXT_CACHE.clear()
