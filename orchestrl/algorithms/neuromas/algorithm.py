@@ -220,7 +220,29 @@ def message_slots(model_config: dict[str, Any]) -> int:
     return len(topology.senders()) * int(model_config["message_len"])
 
 
+def with_validation_files_resolved(knobs: NeuromasConfig) -> NeuromasConfig:
+    """``knobs`` with each validation set's ``questions_file`` an absolute path, resolved where the
+    config is built (a worker may run in another directory); refuses, naming the key, one that is
+    not a file."""
+    overrides = knobs.bc_validation_env
+    if overrides is None:
+        return knobs
+    many = not isinstance(overrides, dict)
+    resolved = []
+    for i, override in enumerate(overrides if many else [overrides]):
+        path = override.get("questions_file")
+        if path is not None:
+            file = Path(path).expanduser().resolve()
+            if not file.is_file():
+                key = f"algorithm.bc_validation_env{f'[{i}]' if many else ''}.questions_file"
+                raise ConfigError(f"{key}: {path} is not a file")
+            override = {**override, "questions_file": str(file)}
+        resolved.append(override)
+    return knobs.model_copy(update={"bc_validation_env": resolved if many else resolved[0]})
+
+
 def configure_neuromas(ppo: PPOConfig, knobs: NeuromasConfig, context: BuildContext) -> PPOConfig:
+    knobs = with_validation_files_resolved(knobs)
     model_config = module_model_config(knobs, context)
     if knobs.grow_from and not Path(knobs.grow_from).expanduser().exists():
         raise ConfigError(f"algorithm.grow_from: {knobs.grow_from} does not exist")

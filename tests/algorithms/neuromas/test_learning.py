@@ -14,6 +14,7 @@ from ray.rllib.core.columns import Columns
 
 from orchestrl.algorithms.behaviour_cloning import configured_warm_start
 from orchestrl.algorithms.neuromas.team_env import TEAM, NeuromasTeamEnv
+from orchestrl.errors import ConfigError
 from orchestrl.experiment.builder import build_ppo_config
 from orchestrl.experiment.config import validate_config
 from orchestrl.training.inprocess import InProcessTrainer
@@ -237,3 +238,27 @@ def test_cloning_stops_early_on_the_mean_over_several_validation_sets(experiment
         assert per_set[0] != per_set[1]  # two sets, not one counted twice
     finally:
         trainer.stop()
+
+
+def test_a_validation_file_is_resolved_where_the_config_is_built_and_a_missing_one_is_named(
+    experiment, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A relative ``questions_file`` reaches the warm start as an absolute path (workers may run
+    elsewhere); one that is not a file is refused before anything trains, naming the key."""
+    from orchestrl.algorithms.behaviour_cloning import configured_warm_start
+
+    dev = Path(__file__).resolve().parents[2] / "data" / "text2sql_natural_dev.jsonl"
+    (tmp_path / "dev.jsonl").write_text(dev.read_text())
+    monkeypatch.chdir(tmp_path)
+    data = experiment(
+        "text2sql",
+        bc_validation_env=[{"split": "validation"}, {"split": "validation", "questions_file": "dev.jsonl"}],
+    )
+    data["warm_start"] = {"episodes": 16, "epochs": 1}
+    hook = configured_warm_start(build_ppo_config(validate_config(data)))
+    assert hook.knobs.bc_validation_env[1]["questions_file"] == str(tmp_path / "dev.jsonl")
+    data["algorithm"]["bc_validation_env"][1]["questions_file"] = "absent.jsonl"
+    with pytest.raises(
+        ConfigError, match=r"algorithm.bc_validation_env\[1\].questions_file: absent.jsonl is not a file"
+    ):
+        build_ppo_config(validate_config(data))
