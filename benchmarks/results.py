@@ -707,6 +707,7 @@ class NeuromasRerun:
     title: str
     intro: str
     variants: str
+    seeds: int = 3
 
 
 NEUROMAS_RERUNS = (
@@ -733,6 +734,24 @@ NEUROMAS_RERUNS = (
         "outnumber their negations (`test_a_comparative_means_what_it_says_more_often_than_its_negation`).",
         "neuromas5_every monolithic_every monolithic_every_es neuromas5_every_es_rl",
     ),
+    NeuromasRerun(
+        "neuromas_v3_contextual.log",
+        "neuromas_v3_contextual.json",
+        "NeuroMAS v3 on Text2SQL: contextual states, dev-set early stopping and the group baseline",
+        "The section above's data and decoding, five seeds. Question words are read as the frozen "
+        "MiniLM's contextual states (each word in its sentence, encoded one question at a time and "
+        "cached) instead of its static piece vectors; the monolith is widened to NeuroMAS-7's live "
+        "parameters with the same encoder. `early stopping on validation and dev questions`: cloning "
+        "keeps the epoch with the best mean agreement over the validation split and the 30 "
+        "hand-written dev questions (`tests/data/text2sql_natural_dev.jsonl`, validation schemas; the "
+        "75 test questions are never used). `group baseline`: each training question is posed 4 times "
+        "running and each sampled query scored against the other three (leave-one-out), with as many "
+        "env steps as the critic's RL phase. The shipped config (`configs/neuromas_text2sql.yaml`) is "
+        "the last row.",
+        "neuromas5_every_ctx monolithic_every_ctx neuromas5_every_ctx_esdev_rl "
+        "neuromas5_every_ctx_esdev_group_rl",
+        seeds=5,
+    ),
 )
 
 
@@ -748,7 +767,7 @@ def neuromas_rerun_part(rerun: NeuromasRerun) -> list[str]:
         *commands(
             "Produced by",
             [
-                f"python benchmarks/neuromas.py --variants {rerun.variants} --seeds 3 "
+                f"python benchmarks/neuromas.py --variants {rerun.variants} --seeds {rerun.seeds} "
                 f"2> benchmarks/logs/{rerun.log}"
             ],
         ),

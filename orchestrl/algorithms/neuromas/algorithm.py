@@ -111,8 +111,9 @@ class NeuromasConfig(BaseModel):
     ``group_size`` times running and each sampled answer is scored against the others of its group
     (leave-one-out, one-step envs; :mod:`.group`). Demonstrations and evaluation pose every task once."""
     group_size: int = Field(4, ge=2)
-    """With ``baseline: group``: answers sampled per task (the batch size's divisor per env runner
-    keeps every group whole in one batch)."""
+    """With ``baseline: group``: answers sampled per task. Keep each env's share of a batch
+    (``train_batch_size`` / envs) a multiple of it, so every group lies whole in one batch; the answers
+    of a group split across batches keep the critic's advantage."""
     anchor_coeff: float = Field(0.0, ge=0)
     """Weight of KL(pi || pi_clone), the policy cloning left, in the RL loss (0: no anchor)."""
     aux_coeff: float = Field(0.0, ge=0)
