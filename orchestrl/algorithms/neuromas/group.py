@@ -4,13 +4,14 @@ With ``baseline: group`` the team env poses each task ``G`` times running (:mod:
 training batch holds ``G`` joint actions the policy sampled for the same task, each executed for
 real. Each episode's advantage is its return against the mean of the other ``G - 1`` returns of its
 group, the leave-one-out baseline of REINFORCE with ``G`` samples (RLOO; Kool, van Hoof & Welling,
-"Buy 4 REINFORCE samples, get a baseline for free!", ICLR 2019 DeepRLStructPred workshop, Eq. 7):
+"Buy 4 REINFORCE samples, get a baseline for free!", ICLR 2019 DeepRLStructPred workshop):
 
     A_g = R_g - 1/(G - 1) sum_{h != g} R_h  =  G/(G - 1) (R_g - mean_h R_h)
 
 then divided by the standard deviation of the batch's group advantages, as PPO's batch
-standardisation does (not per group: GRPO's per-group scaling, Shao et al. 2024 Eq. 3, weighs a group
-whose answers barely differ as much as one where they differ wholly; Liu et al. 2025, Dr. GRPO).
+standardisation does (not per group: GRPO's per-group scaling, Shao et al. 2024 "DeepSeekMath", weighs
+a group whose answers barely differ as much as one where they differ wholly, the bias Liu et al. 2025
+"Understanding R1-Zero-Like Training" (Dr. GRPO) remove).
 A group whose answers all score alike (all right or all wrong) contributes no gradient: the
 sampled answers, not a critic that has not learnt the task, say which choices mattered.
 
