@@ -177,6 +177,8 @@ questions (on the validation schemas; the test set's 75 are never used)."""
 ES_RL = {"layers": [2, 2], **EVERY_NODE, **EARLY_STOPPING, "anchor_coeff": 0.05}
 """v3's shipped recipe: NeuroMAS-5, every node working, cloned to early stopping, then RL anchored to
 the clone."""
+GROUP_BASELINE = {"baseline": "group", "group_size": 4}
+"""RL with the group baseline: four sampled queries per question, each scored against the other three."""
 VARIANTS: dict[str, dict[str, Any]] = {
     "neuromas3": {"layers": [1, 1]},
     "neuromas5": {"layers": [2, 2]},
@@ -197,7 +199,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "monolithic_every_es": {"monolithic": True, "sequential": True, **EARLY_STOPPING},
     "neuromas5_every_rl": {"layers": [2, 2], **EVERY_NODE, "anchor_coeff": 0.05},
     "neuromas5_every_es_rl": ES_RL,
-    "neuromas5_every_es_group_rl": {**ES_RL, "baseline": "group", "group_size": 4},
+    "neuromas5_every_es_group_rl": {**ES_RL, **GROUP_BASELINE},
     "neuromas5_every_ctx_es_rl": {**ES_RL, "contextual": True},
     "neuromas5_every_ctx": {"layers": [2, 2], **EVERY_NODE, "contextual": True},
     "neuromas7_every_ctx": {"layers": [2, 2, 2], **EVERY_NODE, "contextual": True},
@@ -207,10 +209,9 @@ VARIANTS: dict[str, dict[str, Any]] = {
         **ES_RL,
         **EARLY_STOPPING_DEV,
         "contextual": True,
-        "baseline": "group",
-        "group_size": 4,
+        **GROUP_BASELINE,
     },
-    "neuromas5_every_ctx_es_group_rl": {**ES_RL, "contextual": True, "baseline": "group", "group_size": 4},
+    "neuromas5_every_ctx_es_group_rl": {**ES_RL, "contextual": True, **GROUP_BASELINE},
     "neuromas5_every_cf": {
         "layers": [2, 2],
         **EVERY_NODE,

@@ -13,7 +13,7 @@ import logging
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 from ray.rllib.policy.policy import PolicySpec
 
@@ -121,18 +121,23 @@ class NeuromasConfig(BaseModel):
     bc_token_dropout: float = Field(0.3, ge=0, lt=1)
     """Probability of dropping each known word to the "unknown" embedding during the warm start
     (the experiment's ``warm_start:`` section clones the env's expert; see :mod:`.cloning`)."""
-    bc_validation_env: dict[str, Any] | list[dict[str, Any]] | None = None
+    bc_validation_env: list[dict[str, Any]] | None = None
     """Env ``kwargs`` overrides for validation demonstrations (Text2SQL: ``{split: validation}``,
-    schemas training never sees), or a list of them (e.g. also ``{split: validation,
-    questions_file: <dev questions written by hand>}``): cloning then stops early, keeping the epoch
-    whose greedy team agrees most with the expert there, on the mean over the sets (see
-    :mod:`.cloning`). None: ``warm_start.epochs`` epochs."""
+    schemas training never sees), one or a list of them (e.g. also ``{split: validation,
+    questions_file: <dev questions written by hand>}``; one is read as a list of one): cloning then
+    stops early, keeping the epoch whose greedy team agrees most with the expert there, on the mean
+    over the sets (see :mod:`.cloning`). None: ``warm_start.epochs`` epochs."""
     bc_validation_episodes: int = Field(512, ge=1)
     bc_patience: int = Field(3, ge=1)
     """Epochs without a better validation agreement before cloning stops."""
     grow_from: str | None = None
     """A checkpoint of a trained smaller NeuroMAS (orchestrl run checkpoint or module dir)."""
     growth_noise: float = Field(0.01, ge=0)
+
+    @field_validator("bc_validation_env", mode="before")
+    @classmethod
+    def _validation_sets(cls, value: Any) -> Any:
+        return [value] if isinstance(value, dict) else value
 
     @model_validator(mode="after")
     def _coherent(self) -> NeuromasConfig:
@@ -225,21 +230,18 @@ def with_validation_files_resolved(knobs: NeuromasConfig) -> NeuromasConfig:
     """``knobs`` with each validation set's ``questions_file`` an absolute path, resolved where the
     config is built (a worker may run in another directory); refuses, naming the key, one that is
     not a file."""
-    overrides = knobs.bc_validation_env
-    if overrides is None:
+    if not knobs.bc_validation_env:
         return knobs
-    many = not isinstance(overrides, dict)
     resolved = []
-    for i, override in enumerate(overrides if many else [overrides]):
+    for i, override in enumerate(knobs.bc_validation_env):
         path = override.get("questions_file")
         if path is not None:
             file = Path(path).expanduser().resolve()
             if not file.is_file():
-                key = f"algorithm.bc_validation_env{f'[{i}]' if many else ''}.questions_file"
-                raise ConfigError(f"{key}: {path} is not a file")
+                raise ConfigError(f"algorithm.bc_validation_env[{i}].questions_file: {path} is not a file")
             override = {**override, "questions_file": str(file)}
         resolved.append(override)
-    return knobs.model_copy(update={"bc_validation_env": resolved if many else resolved[0]})
+    return knobs.model_copy(update={"bc_validation_env": resolved})
 
 
 def configure_neuromas(ppo: PPOConfig, knobs: NeuromasConfig, context: BuildContext) -> PPOConfig:
@@ -392,11 +394,8 @@ class TeamWarmStart:
 
     def _validation_demonstrations(self) -> list[Any]:
         """The expert on each validation env (``bc_validation_env``); empty without one."""
-        overrides = self.knobs.bc_validation_env
-        if overrides is None:
-            return []
         sets = []
-        for override in [overrides] if isinstance(overrides, dict) else overrides:
+        for override in self.knobs.bc_validation_env or ():
             env = NeuromasTeamEnv(
                 {**self.env_config, "kwargs": {**self.env_config.get("kwargs", {}), **override}}
             )

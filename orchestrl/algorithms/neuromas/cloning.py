@@ -57,7 +57,7 @@ def behaviour_cloning(
     env_components: int,
     token_dropout: float = 0.1,
     seed: int = 0,
-    validation: Demonstrations | Sequence[Demonstrations] | None = None,
+    validation: Sequence[Demonstrations] = (),
     patience: int = 3,
     max_seconds: float | None = None,
 ) -> dict[str, list[float]]:
@@ -65,8 +65,8 @@ def behaviour_cloning(
     expert's actions (the first ``env_components`` of each joint action; the rest are message
     slots), the critic to its returns and the auxiliary head to its rewards, both on the node states
     detached. Returns each loss's mean per epoch (``bc``, ``value``, ``aux``), and with
-    ``validation`` (one set or several) each epoch's ``validation_agreement`` (the mean over the
-    sets) and the ``best_epoch`` (1-based) kept.
+    ``validation`` sets each epoch's ``validation_agreement`` (the mean over the sets) and the
+    ``best_epoch`` (1-based) kept.
     ``max_seconds``: stop after the minibatch that spends that much wall time (cloning continued for
     as long as something else ran: the control of an RL phase)."""
     generator = np.random.default_rng(seed)
@@ -79,8 +79,7 @@ def behaviour_cloning(
     dist_cls = module.env_action_dist_cls()
     losses = ("bc", "value", *(("aux",) if len(heads) > 1 else ()))
     history: dict[str, list[float]] = {key: [] for key in losses}
-    checks = [validation] if isinstance(validation, Demonstrations) else list(validation or ())
-    if checks:
+    if validation:
         history["validation_agreement"] = []
     best: tuple[tuple[float, float], int, dict[str, torch.Tensor]] | None = None
     module.train()
@@ -114,9 +113,9 @@ def behaviour_cloning(
             history[key].append(totals[key] / len(demos))
         if deadline is not None and time.perf_counter() >= deadline:
             break
-        if not checks:
+        if not validation:
             continue
-        per_set = [agreement(module, check, env_components) for check in checks]
+        per_set = [agreement(module, check, env_components) for check in validation]
         score = (float(np.mean([a for a, _ in per_set])), float(np.mean([c for _, c in per_set])))
         history["validation_agreement"].append(score[0])
         module.train()

@@ -160,10 +160,19 @@ class TeamCreditCallbacks(RLlibCallback):
             metrics_logger.log_value(CF_METRIC + "episodes", 1.0, reduce="sum")
 
 
+def on_final_action(n: int, value: Any, shape: tuple[int, ...] = ()) -> np.ndarray:
+    """One episode chunk's rows of a learner-batch column: ``value`` on its final action's row (the
+    chunk's last row is RLlib's artificial bootstrap step, so the action is the row before it), NaN
+    on every other row, and on every row when ``value`` is None."""
+    column = np.full((n, *shape), np.nan, dtype=np.float32)
+    if value is not None and n > 1:
+        column[n - 2] = value
+    return column
+
+
 class AddTeamCredit(ConnectorV2):
     """Learner connector: the runner's per-agent advantages on the row of the episode's final action
-    (the chunk that ends the episode; its last row is RLlib's artificial bootstrap step, so the final
-    action is the row before it), NaN on every other row."""
+    (:func:`on_final_action`), NaN on every other row."""
 
     def __init__(self, *args: Any, agents: Sequence[str], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -174,12 +183,11 @@ class AddTeamCredit(ConnectorV2):
     ) -> Any:
         by_id = {ep.id_: ep for ep in episodes}
         for sa in self.single_agent_episode_iterator(episodes, agents_that_stepped_only=False):
-            n = len(sa)
-            column = np.full((n, self.n_agents), np.nan, dtype=np.float32)
             credit = by_id[sa.multi_agent_episode_id].custom_data.get(TEAM_CREDIT_KEY)
-            if credit is not None and n > 1:
-                column[n - 2] = credit
-            self.add_n_batch_items(batch, AGENT_ADVANTAGES, column, num_items=n, single_agent_episode=sa)
+            column = on_final_action(len(sa), credit, (self.n_agents,))
+            self.add_n_batch_items(
+                batch, AGENT_ADVANTAGES, column, num_items=len(sa), single_agent_episode=sa
+            )
         return batch
 
 

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from ray.rllib.connectors.connector_v2 import ConnectorV2
 
+from orchestrl.algorithms.neuromas.credit import on_final_action
 from orchestrl.algorithms.neuromas.team_env import GROUP_INFO
 
 if TYPE_CHECKING:
@@ -66,8 +67,8 @@ def leave_one_out_advantages(returns: np.ndarray, groups: np.ndarray, group_size
 
 class AddGroupAdvantages(ConnectorV2):
     """Learner connector: each one-step episode's group-baseline advantage on its final action's row
-    (the chunk's last row is RLlib's artificial bootstrap step, so the action is the row before it),
-    NaN on every other row and wherever the group is not whole in the batch."""
+    (:func:`~.credit.on_final_action`), NaN on every other row and wherever the group is not whole in
+    the batch."""
 
     def __init__(self, *args: Any, group_size: int, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -86,11 +87,10 @@ class AddGroupAdvantages(ConnectorV2):
                 groups.append(info[GROUP_INFO])
         advantages = dict(zip(rows, leave_one_out_advantages(returns, groups, self.group_size), strict=True))
         for k, sa in enumerate(chunks):
-            n = len(sa)
-            column = np.full(n, np.nan, dtype=np.float32)
-            if k in advantages and n > 1:
-                column[n - 2] = advantages[k]
-            self.add_n_batch_items(batch, GROUP_ADVANTAGES, column, num_items=n, single_agent_episode=sa)
+            column = on_final_action(len(sa), advantages.get(k))
+            self.add_n_batch_items(
+                batch, GROUP_ADVANTAGES, column, num_items=len(sa), single_agent_episode=sa
+            )
         return batch
 
 

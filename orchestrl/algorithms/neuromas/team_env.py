@@ -108,18 +108,17 @@ class NeuromasTeamEnv(MultiAgentEnv):
         self._task_seed = 0
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
-        if self.group_size == 1:
-            obs, infos = self.inner.reset(seed=seed, options=options)
-            self._t = 0
-            return {TEAM: self._team_obs(obs)}, {TEAM: {"agents": infos}}
-        if seed is not None:
-            self._group_rng, self._posed = np.random.default_rng(seed), 0
-        if self._posed % self.group_size == 0:
-            self._task_seed = int(self._group_rng.integers(2**62))
-        self._posed += 1
-        obs, infos = self.inner.reset(seed=self._task_seed, options=options)
+        group: dict[str, int] = {}
+        if self.group_size > 1:  # the wrapped env starts the group's task again
+            if seed is not None:
+                self._group_rng, self._posed = np.random.default_rng(seed), 0
+            if self._posed % self.group_size == 0:
+                self._task_seed = int(self._group_rng.integers(2**62))
+            self._posed += 1
+            seed, group = self._task_seed, {GROUP_INFO: self._task_seed}
+        obs, infos = self.inner.reset(seed=seed, options=options)
         self._t = 0
-        return {TEAM: self._team_obs(obs)}, {TEAM: {"agents": infos, GROUP_INFO: self._task_seed}}
+        return {TEAM: self._team_obs(obs)}, {TEAM: {"agents": infos, **group}}
 
     def step(self, action_dict: dict[str, Any]):
         actions = self.split_action(action_dict[TEAM])
