@@ -67,7 +67,8 @@ def _minilm() -> Any:
 
 CONTEXT_CACHE_SIZE = 20_000
 """Questions the cache keeps, the least recently read dropped first: every question of the bank's
-splits fits, and a server answering people's questions stays bounded (a question is about 10 KB)."""
+splits fits, and a server answering people's questions stays bounded (a question holds 384 half floats
+per word)."""
 CONTEXT_CACHE: OrderedDict[bytes, torch.Tensor] = OrderedDict()
 """Question (its piece ids) -> its words' contextual states, shared by every encoder in the process."""
 
