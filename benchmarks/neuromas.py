@@ -48,7 +48,10 @@ v3 (every node works; ``configs/neuromas_text2sql.yaml`` is ``neuromas5_every_ct
   ``neuromas5_every_ctx_es_group_rl``; ``_esdev``: early stopping on the mean agreement over the
   validation split and the 30 hand-written dev questions (``tests/data/text2sql_natural_dev.jsonl``,
   validation schemas; the 75 test questions are never used): ``neuromas5_every_ctx_esdev_rl``,
-  ``neuromas5_every_ctx_esdev_group_rl`` (the shipped config).
+  ``neuromas5_every_ctx_esdev_group_rl`` (the shipped config), and its clone alone,
+  ``neuromas5_every_ctx_esdev``, against ``monolithic_every_ctx_esdev`` (the live-matched contextual
+  monolith cloned to the same early stopping) and ``monolithic_compute_ctx_esdev`` (the same, its
+  neuron applied five times: compute-matched).
 
 Teams are scored as ``orchestrl ask`` decodes, constrained (:class:`~orchestrl.apps.text2sql.ask.Team`);
 ``*_free`` is the same team with each action component's own argmax, so decoding's share shows.
@@ -71,6 +74,9 @@ Run:
     python benchmarks/neuromas.py --long --variants neuromas5_reads_all --seeds 2 --jobs 2
                                                    # the language goal: 60 cloning epochs on 8,192 demos
     python benchmarks/neuromas.py --variants neuromas5 neuromas5_cut --seeds 2
+    python benchmarks/neuromas.py --variants neuromas5_every_ctx_esdev_group_rl --rl-iterations 64 \\
+        --rl-curve 16                              # a longer RL phase, scored every 16 iterations on
+                                                   # training, validation and dev questions (``rl_curve``)
     python benchmarks/neuromas.py --score <checkpoint>   # every split and both hand-written sets
     python benchmarks/neuromas.py --summarise run.err    # the figures of the runs an interrupted run
                                                          # finished (its stderr), each over its seeds
@@ -130,6 +136,9 @@ class Budget:
     """Expert demonstrations (env steps), drawn at random from the training questions."""
     rl_iterations: int
     rl_batch: int
+    rl_phase_iterations: int | None = None
+    """The measured RL phase's PPO iterations (``_rl``/``_cf`` variants); ``None``: ``RL_PHASE``'s
+    share of the budget."""
 
 
 QUICK = Budget(1, bc_epochs=2, bc_samples=512, rl_iterations=1, rl_batch=64)
@@ -212,6 +221,20 @@ VARIANTS: dict[str, dict[str, Any]] = {
         **GROUP_BASELINE,
     },
     "neuromas5_every_ctx_es_group_rl": {**ES_RL, "contextual": True, **GROUP_BASELINE},
+    "neuromas5_every_ctx_esdev": {"layers": [2, 2], **EVERY_NODE, **EARLY_STOPPING_DEV, "contextual": True},
+    "monolithic_every_ctx_esdev": {
+        "monolithic": True,
+        "sequential": True,
+        "contextual": True,
+        **EARLY_STOPPING_DEV,
+    },
+    "monolithic_compute_ctx_esdev": {
+        "monolithic": True,
+        "sequential": True,
+        "contextual": True,
+        "repeats": 5,
+        **EARLY_STOPPING_DEV,
+    },
     "neuromas5_every_cf": {
         "layers": [2, 2],
         **EVERY_NODE,
@@ -245,10 +268,18 @@ MATCHED = {
     "monolithic_every_ctx": ("neuromas7_every_ctx", "live_params"),
 }
 """A monolith's backbone is widened to the parameter count of the network named (total or live)."""
-SAME_WIDTH = {"monolithic_compute": "monolithic_every", "monolithic_every_es": "monolithic_every"}
-"""The compute-matched monolith: the live-matched one's width, its neuron applied once per layer of
-NeuroMAS-7 (input, three hidden, output)."""
+SAME_WIDTH = {
+    "monolithic_compute": "monolithic_every",
+    "monolithic_every_es": "monolithic_every",
+    "monolithic_every_ctx_esdev": "monolithic_every_ctx",
+    "monolithic_compute_ctx_esdev": "monolithic_every_ctx",
+}
+"""Monoliths built at another one's width: the compute-matched one (the live-matched width, its neuron
+applied once per layer of NeuroMAS-7: input, three hidden, output) and the early-stopped ones (the
+live-matched width, cloned as their network is)."""
 GROWN_SEED_OFFSET = 1000
+CURVE_QUESTIONS = 400
+"""The RL curve reads the first this many training and validation questions."""
 """The grown run's own seed (fresh demonstrations and PPO samples) is its -5's seed + this."""
 
 
@@ -290,11 +321,27 @@ class Evaluation:
     bank: QuestionBank
     test: tuple[Question, ...]
     natural: tuple[Question, ...]
+    along_rl: dict[str, tuple[Question, ...]]
+    """What the RL curve reads (``--rl-curve``): the training questions RL samples, the validation
+    split and the hand-written dev set; never the test split or the 75 test questions."""
 
     @classmethod
     def load(cls, data_dir: Path) -> Evaluation:
         bank = load_bank(0, data_dir)
-        return cls(bank, bank.questions("test"), tuple(load_handwritten(NATURAL, bank)))
+        along_rl = {
+            "train": bank.questions("train")[:CURVE_QUESTIONS],
+            "validation": bank.questions("validation")[:CURVE_QUESTIONS],
+            "dev": tuple(load_handwritten(NATURAL_DEV, bank)),
+        }
+        return cls(bank, bank.questions("test"), tuple(load_handwritten(NATURAL, bank)), along_rl)
+
+    def curve_point(self, module: Any) -> dict[str, float]:
+        """Execution accuracy on the RL curve's sets, as ``orchestrl ask`` decodes."""
+        team = Team(module, constrained=True)
+        return {
+            key: round(float(np.mean(successes(team, questions, self.bank.db_paths, self.bank.values))), 4)
+            for key, questions in self.along_rl.items()
+        }
 
     def batch(self, n: int = 64) -> dict[str, Any]:
         """The team's observations of the first ``n`` test questions (a forward pass's input)."""
@@ -352,9 +399,17 @@ def evaluation(data_dir: Path) -> Evaluation:
 
 
 def train_text2sql(
-    name: str, seed: int, budget: Budget, data_dir: Path, hidden: list[int], grow_from: Any = None
-) -> tuple[dict[str, float], Any]:
-    """One run: (growth), behaviour cloning, PPO; scored by the env runner's module."""
+    name: str,
+    seed: int,
+    budget: Budget,
+    data_dir: Path,
+    hidden: list[int],
+    grow_from: Any = None,
+    curve_every: int = 0,
+) -> tuple[dict[str, Any], Any]:
+    """One run: (growth), behaviour cloning, PPO; scored by the env runner's module. With
+    ``curve_every`` an RL phase is also scored every that many iterations (``rl_curve``, its
+    scoring outside the run's CPU time)."""
     cpu, wall = time.process_time(), time.perf_counter()
     if name == "neuromas7_long":  # the env steps of a -5 run and a grown run together
         budget = replace(budget, bc_samples=2 * budget.bc_samples, rl_iterations=2 * budget.rl_iterations)
@@ -362,7 +417,8 @@ def train_text2sql(
         budget = replace(budget, bc_samples=2 * budget.bc_samples, bc_epochs=5 * budget.bc_epochs)
     rl_phase = name.endswith(("_rl", "_cf"))
     if rl_phase:
-        budget = replace(budget, rl_iterations=budget.rl_iterations * RL_PHASE["rl_iterations"] // 2)
+        iterations = budget.rl_phase_iterations or budget.rl_iterations * RL_PHASE["rl_iterations"] // 2
+        budget = replace(budget, rl_iterations=iterations)
     data = text2sql_experiment(VARIANTS[name], seed, budget, data_dir, hidden)
     if rl_phase:
         data["training"]["lr"] = RL_PHASE["lr"]
@@ -380,10 +436,19 @@ def train_text2sql(
         scoring = time.process_time()
         cloned = evaluation(data_dir).score(trainer.runner.module[TEAM])
         cloned_state = module.get_state() if rl_phase else None
+        curve = []
+        if rl_phase and curve_every:
+            curve.append({"iteration": 0, **evaluation(data_dir).curve_point(trainer.runner.module[TEAM])})
         cpu += time.process_time() - scoring  # scoring the clone is not training
         rl_started = time.perf_counter()
-        for _ in range(budget.rl_iterations):
+        for iteration in range(1, budget.rl_iterations + 1):
             trainer.step()
+            if curve and iteration % curve_every == 0:
+                scoring, paused = time.process_time(), time.perf_counter()
+                point = evaluation(data_dir).curve_point(trainer.runner.module[TEAM])
+                curve.append({"iteration": iteration, **point})
+                cpu += time.process_time() - scoring
+                rl_started += time.perf_counter() - paused
         rl_seconds = time.perf_counter() - rl_started
         cpu_minutes = (time.process_time() - cpu) / 60
         ev = evaluation(data_dir)
@@ -392,6 +457,9 @@ def train_text2sql(
         cpu_ms = ev.cpu_ms_per_question(trainer.runner.module[TEAM])
         if cloned_state is not None:  # the control replaces the weights: everything else first
             report["rl_seconds"] = rl_seconds
+            report["rl_iterations"] = budget.rl_iterations
+            if curve:
+                report["rl_curve"] = curve
             report.update(cloning_continued(trainer, cloned_state, data, seed, rl_seconds, ev))
         result = {
             **final,
@@ -453,8 +521,14 @@ def cloning_continued(
 
 
 def run_text2sql(
-    name: str, seed: int, budget: Budget, data_dir: Path, hidden: list[int], modules: Path
-) -> dict[str, float]:
+    name: str,
+    seed: int,
+    budget: Budget,
+    data_dir: Path,
+    hidden: list[int],
+    modules: Path,
+    curve_every: int = 0,
+) -> dict[str, Any]:
     """One run in a worker process. ``neuromas5`` leaves its module in ``modules/<seed>`` for the
     same seed's ``neuromas7_grown``, which trains under seed + GROWN_SEED_OFFSET."""
     from orchestrl.algorithms.neuromas.growth import load_module
@@ -463,7 +537,7 @@ def run_text2sql(
     if name == "neuromas7_grown":
         grow_from = load_module(modules / str(seed))
         seed += GROWN_SEED_OFFSET
-    result, module = train_text2sql(name, seed, budget, data_dir, hidden, grow_from)
+    result, module = train_text2sql(name, seed, budget, data_dir, hidden, grow_from, curve_every)
     if name == "neuromas5":
         module.save_to_path(str(modules / str(seed)))
     return result
@@ -539,8 +613,8 @@ def blind_baseline(ev: Evaluation) -> dict[str, Any]:
 
 
 def run_all(
-    variants: list[str], seeds: list[int], budget: Budget, root: Path, jobs: int
-) -> dict[str, list[dict[str, float]]]:
+    variants: list[str], seeds: list[int], budget: Budget, root: Path, jobs: int, curve_every: int = 0
+) -> dict[str, list[dict[str, Any]]]:
     """Every (variant, seed) run, ``jobs`` at a time in worker processes (one torch thread each)."""
     data_dir, modules = root / "text2sql", root / "modules"
     load_bank(0, data_dir)  # the databases are written once, before the workers read them
@@ -561,13 +635,13 @@ def run_all(
         while waiting or pending:
             while waiting and len(pending) < jobs:
                 name, seed = waiting.pop(0)
-                args = (name, seed, budget, data_dir, hidden[name], modules)
+                args = (name, seed, budget, data_dir, hidden[name], modules, curve_every)
                 pending[pool.submit(run_text2sql, *args)] = (name, seed)
             done, _ = wait(pending, return_when=FIRST_COMPLETED)
             for future in done:
                 name, seed = pending.pop(future)
                 runs[name][seed] = result = future.result()
-                line = json.dumps({k: round(v, 4) for k, v in result.items()})
+                line = json.dumps({k: round(v, 4) if isinstance(v, float) else v for k, v in result.items()})
                 print(f"seed {seed} {name:22s} {line}", file=sys.stderr, flush=True)
                 if (name, seed) in grown_after:
                     waiting.insert(0, grown_after[(name, seed)])
@@ -605,8 +679,9 @@ def goals(result: dict[str, Any]) -> dict[str, Any]:
             "heldout_execution_accuracy": held[best]["iqm"],
             "met": reaches(nat[best]["iqm"], 0.8) and reaches(held[best]["iqm"], 0.9),
         }
-    if "rl_gain_over_cloning" in result:
-        gains = {n: g["natural"] for n, g in result["rl_gain_over_cloning"].items()}
+    measured = result.get("rl_vs_cloning_continued", {})  # the runs with a measured RL phase
+    if measured:
+        gains = {n: g["natural"] for n, g in result["rl_gain_over_cloning"].items() if n in measured}
         best = max(gains, key=lambda n: gains[n]["iqm"])
         out["rl_gain"] = {
             "best_variant": best,
@@ -729,6 +804,12 @@ def tabulate(runs: dict[str, dict[int, dict[str, float]]], baseline: dict[str, A
         result["rl_seconds"] = {
             n: round(float(np.mean([r["rl_seconds"] for r in rs])), 1) for n, rs in controlled.items()
         }
+        result["rl_iterations"] = {
+            n: int(rs[0]["rl_iterations"]) for n, rs in controlled.items() if "rl_iterations" in rs[0]
+        }
+    curves = {n: rs for n, rs in per.items() if "rl_curve" in rs[0]}
+    if curves:
+        result["rl_curve"] = {n: rl_curve([r["rl_curve"] for r in rs]) for n, rs in curves.items()}
     if {"neuromas5_every_cf", "neuromas5_every_rl"} <= set(per):
         result["counterfactual_vs_shared_reward"] = {
             key: {
@@ -742,16 +823,32 @@ def tabulate(runs: dict[str, dict[int, dict[str, float]]], baseline: dict[str, A
     return result
 
 
+def rl_curve(per_seed: list[list[dict[str, float]]]) -> list[dict[str, Any]]:
+    """Each scored point of the RL phase (``--rl-curve``): per set, the IQM over seeds [95% CI]."""
+    points = []
+    for along in zip(*per_seed, strict=True):
+        point: dict[str, Any] = {"iteration": along[0]["iteration"]}
+        for key in along[0]:
+            if key != "iteration":
+                agg = summary([p[key] for p in along])
+                point[key] = {"iqm": agg["iqm"], "ci95": agg["ci95"]}
+        points.append(point)
+    return points
+
+
 def versus(result: dict[str, Any]) -> dict[str, Any]:
-    """v3's comparisons on the hand-written questions: each every-node network against the monolith
-    matched on live parameters and against the compute-matched one (IQM difference, and whether the
-    95% CIs are apart, the network's above)."""
-    nat = result["natural_accuracy"]
+    """v3's comparisons: each every-node network against the monolith matched on live parameters and
+    against the compute-matched one, on the hand-written questions (``natural_iqm_difference``,
+    ``cis_apart``: the 95% CIs apart, the network's above; what the goal reads) and on the held-out
+    schemas (``heldout_*``)."""
+    nat, held = result["natural_accuracy"], result["heldout_execution_accuracy"]
     out: dict[str, Any] = {}
     for key, monolith, networks in (
         ("network_vs_monolith", "monolithic_every", ("neuromas5_every", "neuromas7_every")),
         ("network_vs_monolith", "monolithic_every_ctx", ("neuromas5_every_ctx",)),
+        ("network_vs_monolith", "monolithic_every_ctx_esdev", ("neuromas5_every_ctx_esdev",)),
         ("network_vs_compute_matched", "monolithic_compute", ("neuromas5_every", "neuromas7_every")),
+        ("network_vs_compute_matched", "monolithic_compute_ctx_esdev", ("neuromas5_every_ctx_esdev",)),
     ):
         present = [n for n in networks if n in nat]
         if monolith not in nat or not present:
@@ -761,6 +858,8 @@ def versus(result: dict[str, Any]) -> dict[str, Any]:
                 name: {
                     "natural_iqm_difference": round(nat[name]["iqm"] - nat[monolith]["iqm"], 4),
                     "cis_apart": nat[name]["ci95"][0] > nat[monolith]["ci95"][1],
+                    "heldout_iqm_difference": round(held[name]["iqm"] - held[monolith]["iqm"], 4),
+                    "heldout_cis_apart": held[name]["ci95"][0] > held[monolith]["ci95"][1],
                 }
                 for name in present
             }
@@ -800,6 +899,19 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "--first-seed", type=int, default=0, help="seeds first-seed .. first-seed + seeds - 1"
     )
     parser.add_argument("--jobs", type=int, default=2, help="runs trained at once (one process each)")
+    parser.add_argument(
+        "--rl-iterations",
+        type=int,
+        default=None,
+        help="the measured RL phase's PPO iterations (default: RL_PHASE's share of the budget)",
+    )
+    parser.add_argument(
+        "--rl-curve",
+        type=int,
+        default=0,
+        metavar="K",
+        help="score every RL phase on training, validation and dev questions every K iterations",
+    )
     parser.add_argument("--score", metavar="CHECKPOINT", help="only score a trained text2sql checkpoint")
     parser.add_argument(
         "--summarise", metavar="LOG", help="the figures of the runs an interrupted run's stderr LOG holds"
@@ -809,6 +921,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         return score_checkpoint(args.score)
     mode = "quick" if args.quick else "long" if args.long else "full"
     budget = QUICK if args.quick else LONG if args.long else FULL
+    if args.rl_iterations is not None:
+        if args.rl_iterations < 1:
+            parser.error(f"--rl-iterations must be at least 1, got {args.rl_iterations}")
+        budget = replace(budget, rl_phase_iterations=args.rl_iterations)
+    if args.rl_curve < 0:
+        parser.error(f"--rl-curve must be 0 (off) or a number of iterations, got {args.rl_curve}")
     if args.summarise:
         return summarise_log(Path(args.summarise), budget, mode)
     if "neuromas7_grown" in args.variants and "neuromas5" not in args.variants:
@@ -820,7 +938,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         quiet_environment(root)
         silence_noise(verbose=False)
         seeds = list(range(args.first_seed, args.first_seed + (args.seeds or budget.seeds)))
-        runs = run_all(args.variants, seeds, budget, root, max(1, args.jobs))
+        runs = run_all(args.variants, seeds, budget, root, max(1, args.jobs), args.rl_curve)
         ev = evaluation(root / "text2sql")
         baseline = blind_baseline(ev)
         counts = {"heldout": len(ev.test), "natural": len(ev.natural)}

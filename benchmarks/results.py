@@ -388,6 +388,11 @@ VARIANT_LABELS = {
     "contextual MiniLM states",
     "monolithic_every_ctx": "monolithic agent, sequential decisions, contextual MiniLM states, "
     "NeuroMAS-7's live parameters",
+    "neuromas5_every_ctx_esdev": "NeuroMAS-5 v3, contextual MiniLM states, early stopping on validation "
+    "and dev questions (the shipped recipe's clone)",
+    "monolithic_every_ctx_esdev": "monolithic agent, sequential decisions, contextual MiniLM states, "
+    "NeuroMAS-7's live parameters, the same early stopping",
+    "monolithic_compute_ctx_esdev": "the same monolith, its neuron applied 5 times (compute-matched)",
 }
 NEUROMAS_V3_LOG = "neuromas_v3_full.log"
 NEUROMAS_V3_BASELINE = "neuromas_v3_full.json"
@@ -552,7 +557,7 @@ def blind_baseline_rows(
     return rows
 
 
-def rl_phase_rows(result: dict[str, Any]) -> list[str]:
+def rl_phase_rows(result: dict[str, Any], labels: dict[str, str] = VARIANT_LABELS) -> list[str]:
     """The RL phase against its two controls, per variant that measured it."""
     controlled = result.get("rl_vs_cloning_continued", {})
     if not controlled:
@@ -562,7 +567,7 @@ def rl_phase_rows(result: dict[str, Any]) -> list[str]:
     for name, versus_more in controlled.items():
         rows.append(
             [
-                VARIANT_LABELS.get(name, name),
+                labels.get(name, name),
                 f"{gain[name]['natural']['iqm']:+.3f} {ci(gain[name]['natural']['ci95'])}",
                 f"{gain[name]['heldout']['iqm']:+.3f} {ci(gain[name]['heldout']['ci95'])}",
                 f"{versus_more['natural']['iqm']:+.3f} {ci(versus_more['natural']['ci95'])}",
@@ -578,15 +583,38 @@ def rl_phase_rows(result: dict[str, Any]) -> list[str]:
         "minus cloning continued as long, held-out",
         "RL wall s",
     ]
+    lengths = set(result.get("rl_iterations", {}).values()) or {16}  # runs before it was logged: 16
+    iterations = "/".join(str(n) for n in sorted(lengths))
     intro = [
         "",
-        "The RL phase of the `_rl` and `_cf` runs (16 PPO iterations of 256 questions at 1e-4, KL "
+        f"The RL phase of the `_rl` and `_cf` runs ({iterations} PPO iterations of 256 questions at 1e-4, KL "
         "anchor 0.05 to the clone; `_cf` with 4 re-executed alternatives per agent and episode), "
         "against the same run's clone and against the same clone cloned further for the RL phase's "
         "wall time (per-seed differences, IQM [95% CI]):",
         "",
     ]
-    return intro + table(header, rows)
+    return intro + table(header, rows) + rl_curve_rows(result, labels)
+
+
+def rl_curve_rows(result: dict[str, Any], labels: dict[str, str] = VARIANT_LABELS) -> list[str]:
+    """Accuracy along the RL phase (``--rl-curve``), per variant that scored it: the training
+    questions RL samples, the validation split and the hand-written dev set, never the test set."""
+    out = []
+    for name, points in result.get("rl_curve", {}).items():
+        sets = [key for key in points[0] if key != "iteration"]
+        rows = [
+            [str(p["iteration"]), *(f"{p[key]['iqm']:.3f} {ci(p[key]['ci95'])}" for key in sets)]
+            for p in points
+        ]
+        out += [
+            "",
+            f"{labels.get(name, name)} along its RL phase (IQM over seeds [95% CI]; the first "
+            f"{sibling('neuromas').CURVE_QUESTIONS} training and validation questions, the 30 dev "
+            "questions; iteration 0 is the clone):",
+            "",
+            *table(["PPO iterations", *sets], rows),
+        ]
+    return out
 
 
 def neuromas_v3_part() -> list[str]:
@@ -637,7 +665,7 @@ def neuromas_v3_part() -> list[str]:
     return [*out, *neuromas_v3_table(result), ""]
 
 
-def neuromas_v3_table(result: dict[str, Any]) -> list[str]:
+def neuromas_v3_table(result: dict[str, Any], labels: dict[str, str] = VARIANT_LABELS) -> list[str]:
     """A v3 run's table (with free decoding's hand-written accuracy where the runs scored it), its
     RL phase, the network-against-monolith lines and the goals."""
     held, nat = result["heldout_execution_accuracy"], result["natural_accuracy"]
@@ -649,7 +677,7 @@ def neuromas_v3_table(result: dict[str, Any]) -> list[str]:
     for name in held:
         rows.append(
             [
-                VARIANT_LABELS.get(name, name),
+                labels.get(name, name),
                 seed_range(result["seeds"][name]),
                 f"{held[name]['iqm']:.3f} {ci(held[name]['ci95'])}",
                 f"{unseen[name]['iqm']:.3f}",
@@ -681,17 +709,18 @@ def neuromas_v3_table(result: dict[str, Any]) -> list[str]:
     ]
     rows += blind_baseline_rows(result["blind_baseline"], columns=len(header), heldout_at=2, natural_at=4)
     out += table(header, rows)
-    out += rl_phase_rows(result)
+    out += rl_phase_rows(result, labels)
     out.append("")
     for key, label in (
         ("network_vs_monolith", "against the live-matched monolith"),
         ("network_vs_compute_matched", "against the compute-matched monolith"),
     ):
         for name, v in result.get(key, {}).items():
-            apart = "CIs apart" if v["cis_apart"] else "CIs not apart"
+            apart = {True: "CIs apart", False: "CIs not apart"}
             out.append(
-                f"- {VARIANT_LABELS.get(name, name)} {label}: {v['natural_iqm_difference']:+.3f} "
-                f"hand-written (IQM difference), {apart}."
+                f"- {labels.get(name, name)} {label} (IQM differences): "
+                f"{v['natural_iqm_difference']:+.3f} hand-written, {apart[v['cis_apart']]}; "
+                f"{v['heldout_iqm_difference']:+.3f} held-out schemas, {apart[v['heldout_cis_apart']]}."
             )
     out += ["", "The checks the benchmark computes (`goals` in `benchmarks/neuromas.py`):", ""]
     out += neuromas_goals(result["goals"])
@@ -708,6 +737,12 @@ class NeuromasRerun:
     intro: str
     variants: str
     seeds: int = 3
+    flags: str = ""
+    """The benchmark's other flags the run took (e.g. ``--rl-iterations``)."""
+    produced_by: tuple[str, ...] = ()
+    """The commands, where the run took more than one (default: one, from the fields above)."""
+    labels: tuple[tuple[str, str], ...] = ()
+    """Row labels of this section's own, over ``VARIANT_LABELS``."""
 
 
 NEUROMAS_RERUNS = (
@@ -752,6 +787,45 @@ NEUROMAS_RERUNS = (
         "neuromas5_every_ctx_esdev_group_rl",
         seeds=5,
     ),
+    NeuromasRerun(
+        "neuromas_v3_esdev_controls.log",
+        "neuromas_v3_esdev_controls.json",
+        "NeuroMAS v3 on Text2SQL: the network and the monoliths cloned to the same early stopping",
+        "The section above's data, decoding and contextual states, five seeds. The shipped recipe's "
+        "clone (NeuroMAS-5, early stopping on the mean agreement over the validation split and the 30 "
+        "dev questions, then the budget's 2 PPO iterations like every variant without a measured RL "
+        "phase) against the contextual monolith widened to NeuroMAS-7's live parameters and cloned to "
+        "the same early stopping, and against the same monolith applying its neuron five times "
+        "(compute-matched). In the section above the monolith cloned for 12 epochs and the network "
+        "it met too.",
+        "neuromas5_every_ctx_esdev monolithic_every_ctx_esdev monolithic_compute_ctx_esdev",
+        seeds=5,
+        produced_by=(
+            "python benchmarks/neuromas.py --variants neuromas5_every_ctx_esdev "
+            "monolithic_every_ctx_esdev --seeds 5 2> benchmarks/logs/neuromas_v3_esdev_controls.log",
+            "python benchmarks/neuromas.py --variants monolithic_compute_ctx_esdev --seeds 5 --jobs 1 "
+            "2>> benchmarks/logs/neuromas_v3_esdev_controls.log",
+        ),
+    ),
+    NeuromasRerun(
+        "neuromas_v3_longer_rl.log",
+        "neuromas_v3_longer_rl.json",
+        "NeuroMAS v3 on Text2SQL: the shipped recipe with four times the RL phase (pilot, 2 seeds)",
+        "The shipped recipe with 64 PPO iterations instead of 16 (the same learning rate, anchor and "
+        "group baseline), scored every 16 iterations on what RL samples (training questions), on the "
+        "validation split and on the 30 dev questions; the 75 test questions only at the end. Cloning "
+        "continued gets the longer RL phase's wall time.",
+        "neuromas5_every_ctx_esdev_group_rl",
+        seeds=2,
+        flags="--rl-iterations 64 --rl-curve 16",
+        labels=(
+            (
+                "neuromas5_every_ctx_esdev_group_rl",
+                "the shipped recipe (contextual, early stopping on validation and dev questions, "
+                "group-baseline RL), 64 PPO iterations",
+            ),
+        ),
+    ),
 )
 
 
@@ -766,9 +840,10 @@ def neuromas_rerun_part(rerun: NeuromasRerun) -> list[str]:
         "",
         *commands(
             "Produced by",
-            [
+            list(rerun.produced_by)
+            or [
                 f"python benchmarks/neuromas.py --variants {rerun.variants} --seeds {rerun.seeds} "
-                f"2> benchmarks/logs/{rerun.log}"
+                f"{rerun.flags + ' ' if rerun.flags else ''}2> benchmarks/logs/{rerun.log}"
             ],
         ),
         "",
@@ -781,7 +856,7 @@ def neuromas_rerun_part(rerun: NeuromasRerun) -> list[str]:
         ),
         "",
     ]
-    return [*out, *neuromas_v3_table(result), ""]
+    return [*out, *neuromas_v3_table(result, {**VARIANT_LABELS, **dict(rerun.labels)}), ""]
 
 
 # --- mappo on simple_spread against the clock (benchmarks/spread_wallclock.py) -------------------

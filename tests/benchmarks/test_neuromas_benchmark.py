@@ -38,17 +38,23 @@ def run(natural: float, cloned: float, more: float | None = None) -> dict[str, f
     return line
 
 
+def log_of(tmp_path: Path, runs: dict[str, list[dict]], extra: str = "") -> Path:
+    """The runs as the benchmark logs them (``seed N VARIANT {json}``), then ``extra``."""
+    log = tmp_path / "runs.log"
+    log.write_text(
+        "".join(f"seed {s} {name} {json.dumps(r)}\n" for name, rs in runs.items() for s, r in enumerate(rs))
+        + extra
+    )
+    return log
+
+
 def test_the_v3_figures_and_goals_come_from_the_runs_lines(neuromas: ModuleType, tmp_path: Path) -> None:
     runs = {
         "neuromas5_every_cf": [run(0.80, 0.70, 0.72), run(0.82, 0.72, 0.73), run(0.84, 0.76, 0.70)],
         "neuromas5_every_rl": [run(0.71, 0.70, 0.72), run(0.72, 0.72, 0.73), run(0.74, 0.76, 0.70)],
         "monolithic_every": [run(0.60, 0.60), run(0.62, 0.62), run(0.64, 0.64)],
     }
-    log = tmp_path / "v3.log"
-    log.write_text(
-        "".join(f"seed {s} {name} {json.dumps(r)}\n" for name, rs in runs.items() for s, r in enumerate(rs))
-        + "a line that is not a run\n"
-    )
+    log = log_of(tmp_path, runs, "a line that is not a run\n")
     result = neuromas.tabulate(neuromas.read_log(log), {"heldout_execution_accuracy": 0.1})
     gain = result["rl_gain_over_cloning"]["neuromas5_every_cf"]["natural"]
     assert gain["per_seed"] == pytest.approx([0.10, 0.10, 0.08])
@@ -66,10 +72,7 @@ def test_the_v3_figures_and_goals_come_from_the_runs_lines(neuromas: ModuleType,
     assert result["live_params"]["monolithic_every"] == 8
     assert "network_vs_monolith" not in result  # no v3 network among the runs it compares
     runs["neuromas7_every"] = runs.pop("neuromas5_every_rl")
-    log.write_text(
-        "".join(f"seed {s} {name} {json.dumps(r)}\n" for name, rs in runs.items() for s, r in enumerate(rs))
-    )
-    result = neuromas.tabulate(neuromas.read_log(log), {})
+    result = neuromas.tabulate(neuromas.read_log(log_of(tmp_path, runs)), {})
     apart = result["network_vs_monolith"]["neuromas7_every"]
     nat = result["natural_accuracy"]
     difference = nat["neuromas7_every"]["iqm"] - nat["monolithic_every"]["iqm"]
@@ -85,11 +88,7 @@ def test_the_contextual_network_is_compared_with_the_contextual_monolith(
         "monolithic_every_ctx": [run(0.70, 0.70), run(0.72, 0.72), run(0.74, 0.74)],
         "monolithic_every": [run(0.90, 0.90), run(0.92, 0.92), run(0.94, 0.94)],
     }
-    log = tmp_path / "ctx.log"
-    log.write_text(
-        "".join(f"seed {s} {name} {json.dumps(r)}\n" for name, rs in runs.items() for s, r in enumerate(rs))
-    )
-    versus = neuromas.tabulate(neuromas.read_log(log), {})["network_vs_monolith"]
+    versus = neuromas.tabulate(neuromas.read_log(log_of(tmp_path, runs)), {})["network_vs_monolith"]
     assert list(versus) == ["neuromas5_every_ctx"] and versus["neuromas5_every_ctx"]["cis_apart"]
     assert versus["neuromas5_every_ctx"]["natural_iqm_difference"] == pytest.approx(0.10, abs=1e-4)
 
@@ -120,3 +119,43 @@ def test_the_shipped_config_trains_the_benchmark_s_shipped_variant(neuromas: Mod
     assert config["training"]["lr"] == neuromas.RL_PHASE["lr"]
     assert config["stop"]["iterations"] == budget.rl_iterations * neuromas.RL_PHASE["rl_iterations"] // 2
     assert config["training"]["train_batch_size"] == budget.rl_batch
+
+
+def test_the_rl_curve_is_summarised_point_by_point_over_seeds(neuromas: ModuleType, tmp_path: Path) -> None:
+    """``--rl-curve``'s points survive the log line and come back as one IQM per set and iteration;
+    the RL phase's length is reported with them."""
+
+    def curve(offset: float) -> list[dict[str, float]]:
+        return [
+            {"iteration": it, "train": 0.9 + offset + it / 100, "validation": 0.8 + offset, "dev": 0.7}
+            for it in (0, 8, 16)
+        ]
+
+    runs = [{**run(0.8, 0.8, 0.7), "rl_iterations": 16, "rl_curve": curve(0.01 * s)} for s in range(3)]
+    result = neuromas.tabulate(neuromas.read_log(log_of(tmp_path, {neuromas.SHIPPED: runs})), {})
+    points = result["rl_curve"][neuromas.SHIPPED]
+    assert [p["iteration"] for p in points] == [0, 8, 16]
+    assert points[2]["train"]["iqm"] == pytest.approx(0.9 + 0.01 + 0.16, abs=1e-4)  # the median seed
+    assert points[0]["validation"]["ci95"][0] <= 0.81 <= points[0]["validation"]["ci95"][1]
+    assert points[1]["dev"]["iqm"] == pytest.approx(0.7)
+    assert result["rl_iterations"] == {neuromas.SHIPPED: 16}
+
+
+def test_the_early_stopped_network_meets_monoliths_cloned_the_same_way(
+    neuromas: ModuleType, tmp_path: Path
+) -> None:
+    runs = {
+        "neuromas5_every_ctx_esdev": [run(0.86, 0.86), run(0.88, 0.88), run(0.90, 0.90)],
+        "monolithic_every_ctx_esdev": [run(0.80, 0.80), run(0.81, 0.81), run(0.82, 0.82)],
+        "monolithic_compute_ctx_esdev": [run(0.85, 0.75), run(0.88, 0.78), run(0.91, 0.81)],
+        "monolithic_every_ctx": [run(0.99, 0.99), run(0.99, 0.99), run(0.99, 0.99)],
+    }
+    result = neuromas.tabulate(neuromas.read_log(log_of(tmp_path, runs)), {})
+    live = result["network_vs_monolith"]["neuromas5_every_ctx_esdev"]
+    compute = result["network_vs_compute_matched"]["neuromas5_every_ctx_esdev"]
+    assert live["cis_apart"] and live["natural_iqm_difference"] == pytest.approx(0.07, abs=1e-4)
+    assert live["heldout_cis_apart"] and live["heldout_iqm_difference"] == pytest.approx(0.07, abs=1e-4)
+    assert not compute["cis_apart"] and compute["natural_iqm_difference"] == pytest.approx(0.0, abs=1e-4)
+    assert result["goals"]["network_vs_live_matched_monolith"]["met"]
+    assert "rl_gain" not in result["goals"]  # a variant's two budget PPO iterations are no RL phase
+    assert neuromas.SAME_WIDTH["monolithic_compute_ctx_esdev"] == "monolithic_every_ctx"
