@@ -814,7 +814,8 @@ NEUROMAS_RERUNS = (
         "The shipped recipe with 64 PPO iterations instead of 16 (the same learning rate, anchor and "
         "group baseline), scored every 16 iterations on what RL samples (training questions), on the "
         "validation split and on the 30 dev questions; the 75 test questions only at the end. Cloning "
-        "continued gets the longer RL phase's wall time.",
+        "continued gets the longer RL phase's wall time; the runs shared the 2 cores with up to four other "
+        "training processes, which stretched that wall time (CPU minutes are the process's own).",
         "neuromas5_every_ctx_esdev_group_rl",
         seeds=2,
         flags="--rl-iterations 64 --rl-curve 16",
