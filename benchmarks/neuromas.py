@@ -278,9 +278,9 @@ SAME_WIDTH = {
 applied once per layer of NeuroMAS-7: input, three hidden, output) and the early-stopped ones (the
 live-matched width, cloned as their network is)."""
 GROWN_SEED_OFFSET = 1000
+"""The grown run's own seed (fresh demonstrations and PPO samples) is its -5's seed + this."""
 CURVE_QUESTIONS = 400
 """The RL curve reads the first this many training and validation questions."""
-"""The grown run's own seed (fresh demonstrations and PPO samples) is its -5's seed + this."""
 
 
 def text2sql_experiment(
@@ -809,7 +809,7 @@ def tabulate(runs: dict[str, dict[int, dict[str, float]]], baseline: dict[str, A
         }
     curves = {n: rs for n, rs in per.items() if "rl_curve" in rs[0]}
     if curves:
-        result["rl_curve"] = {n: rl_curve([r["rl_curve"] for r in rs]) for n, rs in curves.items()}
+        result["rl_curve"] = {n: rl_curve(n, [r["rl_curve"] for r in rs]) for n, rs in curves.items()}
     if {"neuromas5_every_cf", "neuromas5_every_rl"} <= set(per):
         result["counterfactual_vs_shared_reward"] = {
             key: {
@@ -823,8 +823,13 @@ def tabulate(runs: dict[str, dict[int, dict[str, float]]], baseline: dict[str, A
     return result
 
 
-def rl_curve(per_seed: list[list[dict[str, float]]]) -> list[dict[str, Any]]:
-    """Each scored point of the RL phase (``--rl-curve``): per set, the IQM over seeds [95% CI]."""
+def rl_curve(name: str, per_seed: list[list[dict[str, float]]]) -> list[dict[str, Any]]:
+    """Each scored point of ``name``'s RL phase (``--rl-curve``): per set, the IQM over seeds [95% CI]."""
+    scored_at = {tuple(p["iteration"] for p in curve) for curve in per_seed}
+    if len(scored_at) > 1:
+        raise SystemExit(
+            f"{name}: its runs scored their RL phases at different iterations {sorted(scored_at)}"
+        )
     points = []
     for along in zip(*per_seed, strict=True):
         point: dict[str, Any] = {"iteration": along[0]["iteration"]}

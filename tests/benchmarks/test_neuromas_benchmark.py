@@ -159,3 +159,13 @@ def test_the_early_stopped_network_meets_monoliths_cloned_the_same_way(
     assert result["goals"]["network_vs_live_matched_monolith"]["met"]
     assert "rl_gain" not in result["goals"]  # a variant's two budget PPO iterations are no RL phase
     assert neuromas.SAME_WIDTH["monolithic_compute_ctx_esdev"] == "monolithic_every_ctx"
+
+
+def test_runs_scored_at_different_iterations_are_refused_naming_the_variant(
+    neuromas: ModuleType, tmp_path: Path
+) -> None:
+    every_8 = [{"iteration": it, "train": 0.9} for it in (0, 8, 16)]
+    every_16 = [{"iteration": it, "train": 0.9} for it in (0, 16)]
+    runs = [{**run(0.8, 0.8, 0.7), "rl_iterations": 16, "rl_curve": c} for c in (every_8, every_16)]
+    with pytest.raises(SystemExit, match=f"{neuromas.SHIPPED}: its runs scored .* different iterations"):
+        neuromas.tabulate(neuromas.read_log(log_of(tmp_path, {neuromas.SHIPPED: runs})), {})
