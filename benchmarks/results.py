@@ -852,7 +852,7 @@ def neuromas_rerun_part(rerun: NeuromasRerun) -> list[str]:
             "Summarised by",
             [
                 f"python benchmarks/neuromas.py --summarise benchmarks/logs/{rerun.log}"
-                f" > benchmarks/results/{rerun.saved}"
+                f"{' ' + rerun.flags if rerun.flags else ''} > benchmarks/results/{rerun.saved}"
             ],
         ),
         "",
