@@ -107,7 +107,7 @@ from orchestrl.algorithms.neuromas.growth import grow
 from orchestrl.algorithms.neuromas.network import parameter_count
 from orchestrl.algorithms.neuromas.team_env import TEAM
 from orchestrl.apps.text2sql.ask import Team
-from orchestrl.apps.text2sql.score import successes
+from orchestrl.apps.text2sql.score import execution_accuracy, successes
 from orchestrl.envs.text2sql import actions as act
 from orchestrl.envs.text2sql.bank import QuestionBank, load_bank
 from orchestrl.envs.text2sql.expert import expert_actions
@@ -339,7 +339,7 @@ class Evaluation:
         """Execution accuracy on the RL curve's sets, as ``orchestrl ask`` decodes."""
         team = Team(module, constrained=True)
         return {
-            key: round(float(np.mean(successes(team, questions, self.bank.db_paths, self.bank.values))), 4)
+            key: round(execution_accuracy(team, questions, self.bank.db_paths, self.bank.values), 4)
             for key, questions in self.along_rl.items()
         }
 
@@ -736,7 +736,7 @@ def score_checkpoint(path: str) -> dict[str, Any]:
         sets["natural"] = tuple(load_handwritten(NATURAL, bank))
         sets["natural_dev"] = tuple(load_handwritten(NATURAL_DEV, bank))
         result = {
-            name: round(float(np.mean(successes(team, qs, bank.db_paths, bank.values))), 4)
+            name: round(execution_accuracy(team, qs, bank.db_paths, bank.values), 4)
             for name, qs in sets.items()
         }
     result = {"checkpoint": str(path), "execution_accuracy": result}

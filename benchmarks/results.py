@@ -583,7 +583,8 @@ def rl_phase_rows(result: dict[str, Any], labels: dict[str, str] = VARIANT_LABEL
         "minus cloning continued as long, held-out",
         "RL wall s",
     ]
-    lengths = set(result.get("rl_iterations", {}).values()) or {16}  # runs before it was logged: 16
+    # runs logged before their length was: RL_PHASE's at the full budget
+    lengths = set(result.get("rl_iterations", {}).values()) or {sibling("neuromas").RL_PHASE["rl_iterations"]}
     iterations = "/".join(str(n) for n in sorted(lengths))
     intro = [
         "",
