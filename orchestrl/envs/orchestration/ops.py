@@ -102,10 +102,18 @@ def _normalised(df: pd.DataFrame, columns, capacity: str, numeric: bool = False)
 
 def op_filter(df: pd.DataFrame, column, op: str, value, capacity: str):
     """Keeps rows whose ``column`` satisfies ``op value``; base duty (no column): complete rows."""
+    out, keep = filter_mask(df, column, op, value, capacity)
+    normalised = 1 if column is not None else sum(1 for c in df.columns if _is_text(df[c]))
+    return out[keep], _work("filter", len(df), capacity, normalised)
+
+
+def filter_mask(df: pd.DataFrame, column, op: str, value, capacity: str):
+    """``op_filter``'s rows as a boolean mask over ``df``'s rows, beside ``df`` as this capacity
+    reads it (what the kept rows are taken from)."""
     if column is None:
         text = [c for c in df.columns if _is_text(df[c])]
         out = _normalised(df, text, capacity)
-        return out[out.notna().all(axis=1)], _work("filter", len(df), capacity, len(text))
+        return out, out.notna().all(axis=1)
     if op in ("gt", "ge", "lt", "le"):
         out = _normalised(df, [column], capacity, numeric=True)
         keep = getattr(out[column], op)(value)
@@ -121,7 +129,7 @@ def op_filter(df: pd.DataFrame, column, op: str, value, capacity: str):
             keep = out[column].isin(list(value))
         else:
             raise ValueError(f"unknown filter op {op!r}")
-    return out[keep.fillna(False).astype(bool)], _work("filter", len(df), capacity, 1)
+    return out, keep.fillna(False).astype(bool)
 
 
 def op_dedup(df: pd.DataFrame, subset, capacity: str):

@@ -13,10 +13,10 @@ import pytest
 from orchestrl.envs.orchestration import ops
 from orchestrl.envs.orchestration.compiler import compile_spec
 from orchestrl.envs.orchestration.plans import run_spec
-from orchestrl.envs.orchestration.spec import DeriveDuty, Role, SpecError, parse_spec
+from orchestrl.envs.orchestration.spec import DeriveDuty, FilterDuty, Role, SpecError, parse_spec
 from orchestrl.envs.orchestration.synthesis import synthesise
 from orchestrl.envs.orchestration.synthesis.evidence import column_facts, target_facts, unproducible
-from orchestrl.envs.orchestration.synthesis.proposer import cleanings, filters, joins
+from orchestrl.envs.orchestration.synthesis.proposer import cleanings, filters, joins, kept_rows
 from orchestrl.envs.orchestration.tables import TargetIndex, same_table
 
 CASES = Path(__file__).resolve().parents[2] / "data" / "plan_cases"
@@ -382,6 +382,45 @@ def test_no_filter_is_proposed_that_drops_a_value_the_examples_show() -> None:
 
 def run_spec_filter(frame: pd.DataFrame, duty) -> list[int]:
     return list(ops.op_filter(frame, duty.column, duty.op, duty.value, "small")[0].index)
+
+
+@pytest.mark.parametrize(
+    ("column", "op", "value"),
+    [
+        ("status", "eq", "open"),
+        ("status", "ne", "open"),
+        ("status", "in", ("open", "closed")),
+        ("status", "notnull", None),
+        ("amount", "gt", 10.0),
+        ("amount", "le", 10.0),
+        ("price", "ge", 2.0),
+    ],
+)
+def test_the_proposer_reads_the_rows_a_filter_keeps_as_the_compiled_pipeline_keeps_them(
+    column: str, op: str, value: object
+) -> None:
+    """``kept_rows`` reads ``filter_mask`` without taking the rows; missing values and numbers
+    written as text included, it keeps exactly the rows ``op_filter`` keeps."""
+    frame = pd.DataFrame(
+        {
+            "status": ["open", None, "closed", "open", "Open", "closed"],
+            "amount": [5.0, 12.0, None, 10.0, 30.0, 11.0],
+            "price": ["$1.00", "2.5", None, "n/a", "3", "$2.00"],
+        }
+    )
+    duty = FilterDuty(column=column, op=op, value=value)
+    kept = kept_rows(frame, duty).tolist()
+    assert kept == run_spec_filter(frame, duty)
+    assert 0 < len(kept) < len(frame)
+
+
+def test_a_date_format_must_read_every_value_not_only_the_first() -> None:
+    frame = pd.DataFrame(
+        {"due": ["15.03.2024", "01.04.2024", "next week"], "day": ["soon", "01.04.2024", "x"]}
+    )
+    facts = column_facts(frame)
+    assert facts["due"].kind == "text" and facts["due"].date_formats == ()
+    assert facts["day"].kind == "text" and facts["day"].date_formats == ()
 
 
 def test_a_change_log_is_deduplicated_on_its_id_not_on_a_date_rows_share() -> None:

@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from orchestrl.envs.orchestration.plans import apply_node
+from orchestrl.envs.orchestration import ops
 from orchestrl.envs.orchestration.spec import DedupDuty, DeriveDuty, FilterDuty, JoinDuty, Role
 from orchestrl.envs.orchestration.synthesis.evidence import (
     ISO_DATE,
@@ -330,9 +330,10 @@ def filters(frame: pd.DataFrame, examples: pd.DataFrame, request: Request | None
 
 
 def kept_rows(frame: pd.DataFrame, duty: FilterDuty) -> np.ndarray:
-    """The positions of the rows of ``frame`` (a default index) that the filter ``duty`` keeps."""
-    kept, _ = apply_node(Role.FILTER, duty, [frame[[duty.column]]], "small")
-    return kept.index.to_numpy()
+    """The positions of the rows of ``frame`` (a default index) that the filter ``duty`` keeps:
+    the compiled pipeline's own mask (:func:`.ops.filter_mask`), without taking the rows."""
+    _, keep = ops.filter_mask(frame, duty.column, duty.op, duty.value, "small")
+    return np.flatnonzero(keep.to_numpy())
 
 
 def categories(frame: pd.DataFrame) -> list[str]:
