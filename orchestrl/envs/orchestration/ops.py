@@ -48,6 +48,10 @@ def _is_text(s: pd.Series) -> bool:
     )
 
 
+def _text_columns(df: pd.DataFrame) -> list:
+    return [c for c in df.columns if _is_text(df[c])]
+
+
 def as_text(s: pd.Series, capacity: str) -> pd.Series:
     """A text column as this capacity sees it (unchanged at ``small`` or for non-text columns)."""
     if capacity == "small" or not _is_text(s):
@@ -103,7 +107,7 @@ def _normalised(df: pd.DataFrame, columns, capacity: str, numeric: bool = False)
 def op_filter(df: pd.DataFrame, column, op: str, value, capacity: str):
     """Keeps rows whose ``column`` satisfies ``op value``; base duty (no column): complete rows."""
     out, keep = filter_mask(df, column, op, value, capacity)
-    normalised = 1 if column is not None else sum(1 for c in df.columns if _is_text(df[c]))
+    normalised = 1 if column is not None else len(_text_columns(df))
     return out[keep], _work("filter", len(df), capacity, normalised)
 
 
@@ -111,8 +115,7 @@ def filter_mask(df: pd.DataFrame, column, op: str, value, capacity: str):
     """``op_filter``'s rows as a boolean mask over ``df``'s rows, beside ``df`` as this capacity
     reads it (what the kept rows are taken from)."""
     if column is None:
-        text = [c for c in df.columns if _is_text(df[c])]
-        out = _normalised(df, text, capacity)
+        out = _normalised(df, _text_columns(df), capacity)
         return out, out.notna().all(axis=1)
     if op in ("gt", "ge", "lt", "le"):
         out = _normalised(df, [column], capacity, numeric=True)
