@@ -97,11 +97,12 @@ Run:
                                                       # reports over all of them; stop it at any time
 
 Expected: the JSON above. The saved runs (``benchmarks/logs/credit_v2_l*.log``: levels 2, 3 and 4,
-logged before runs recorded their executions and the sandbox's CPU) and the figures
-``--summarise`` gives for them, with the commands that produced them, are in
-``benchmarks/RESULTS.md`` (section "Counterfactual credit on the LEMON env"; ``make results``
-rebuilds it). ``--quick`` checks the pipeline and compares nothing: two seeds at 500 env steps
-leave every CI wide.
+logged before runs recorded their executions and the sandbox's CPU, and before the observation
+lost the solver's conclusions; ``benchmarks/logs/credit_v3_l4_pilot.log``: ippo, lemon and
+lemon_gae at level 4 on today's env, two seeds) and the figures ``--summarise`` gives for them,
+with the commands that produced them, are in ``benchmarks/RESULTS.md`` (section "Counterfactual
+credit on the LEMON env"; ``make results`` rebuilds it). ``--quick`` checks the pipeline and
+compares nothing: two seeds at 500 env steps leave every CI wide.
 """
 
 from __future__ import annotations
