@@ -46,12 +46,20 @@ class LemonConfig(BaseModel):
     """Minimum probability of each edit family (LEMON's floor)."""
     family_decay: float = Field(0.9, ge=0, lt=1)
     """EMA decay of each family's recent |delta| (higher: slower adaptation)."""
+    replay_agents: int | None = Field(None, ge=1)
+    """At most this many agents' edits replayed per episode (None: every agent's, as LEMON), chosen
+    by how much their recent deltas varied (``replay.AgentChooser``, with ``family_floor`` and
+    ``family_decay``): fewer scored executions per episode; an agent not replayed keeps the team
+    advantage on its row."""
 
     def replay_settings(self) -> ReplaySettings:
         """The env runners' share of these knobs, for
         :class:`~orchestrl.algorithms.lemon.replay.ReplayCallbacks`."""
         return ReplaySettings(
-            families=tuple(self.edit_families), floor=self.family_floor, decay=self.family_decay
+            families=tuple(self.edit_families),
+            floor=self.family_floor,
+            decay=self.family_decay,
+            agents=self.replay_agents,
         )
 
 

@@ -66,7 +66,10 @@ class ReplaySettings:
     floor: float
     """Minimum probability of each family (see :func:`family_probabilities`)."""
     decay: float
-    """EMA decay of each family's recent |delta|."""
+    """EMA decay of each family's recent |delta| (and of each agent's delta statistics)."""
+    agents: int | None = None
+    """At most this many agents' edits replayed per episode, chosen by :class:`AgentChooser`
+    (None: every agent's, as LEMON)."""
 
 
 def family_probabilities(recent_abs_delta: Sequence[float], floor: float) -> np.ndarray:
@@ -112,6 +115,46 @@ class FamilySampler:
 
     def update(self, family: EditFamily, abs_delta: float) -> None:
         self.recent[family] = self.decay * self.recent[family] + (1.0 - self.decay) * abs(abs_delta)
+
+
+class AgentChooser:
+    """Which agents' edits an episode replays when it may replay only ``k``: drawn without
+    replacement, each with a probability that follows the information its recent deltas carried,
+
+        p_i = floor + (1 - N * floor) * s_i / sum_j s_j,   s_i = EMA |delta_i - mu_i|,   mu_i = EMA delta_i
+
+    (:func:`family_probabilities` over the N agents; uniform until deltas arrive). The learner
+    centres each agent's delta by its running mean (``DeltaBaseline``), so an agent whose edits
+    always move the reward by the same amount gets no credit from them: its replays are the ones
+    to spend elsewhere. The floor keeps every agent's turn coming. An agent not chosen keeps the
+    team advantage on its row (``lemon_advantages``)."""
+
+    def __init__(self, k: int, floor: float, decay: float, rng: np.random.Generator) -> None:
+        self.k = k
+        self.floor = floor
+        self.decay = decay
+        self.rng = rng
+        self.mean: dict[str, float] = {}
+        self.spread: dict[str, float] = {}
+
+    def probabilities(self, agents: Sequence[str]) -> np.ndarray:
+        return family_probabilities([self.spread.get(a, 1.0) for a in agents], self.floor)
+
+    def choose(self, agents: Sequence[str]) -> list[str]:
+        """``k`` of ``agents`` (all of them when there are no more), in their given order."""
+        if self.k >= len(agents):
+            return list(agents)
+        picked = self.rng.choice(len(agents), size=self.k, replace=False, p=self.probabilities(agents))
+        return [agents[i] for i in sorted(picked)]
+
+    def update(self, agent: str, delta: float) -> None:
+        mean = self.mean.get(agent)
+        if mean is None:  # the first delta sets the mean; the spread starts from 1
+            self.mean[agent] = float(delta)
+            return
+        d = self.decay
+        self.spread[agent] = d * self.spread.get(agent, 1.0) + (1.0 - d) * abs(float(delta) - mean)
+        self.mean[agent] = d * mean + (1.0 - d) * float(delta)
 
 
 @dataclass(frozen=True)
@@ -165,12 +208,15 @@ def replay_episode(
     sampler: FamilySampler,
     logit_lens: Mapping[str, Sequence[int]],
     rng: np.random.Generator,
+    chooser: AgentChooser | None = None,
 ) -> list[ReplayRecord]:
     """One edit per agent on ``spec``, the spec the episode's final step executed;
     ``delta = R(spec) - R(edited)``. The ``alternative`` edit is drawn from the policy of that same
-    final step."""
+    final step. With a ``chooser``, only the agents it chooses (:class:`AgentChooser`)."""
     records = []
-    for agent in sorted(episode.agent_episodes):
+    everyone = sorted(episode.agent_episodes)
+    chosen = everyone if chooser is None else chooser.choose(everyone)
+    for agent in chosen:
         sa = episode.agent_episodes[agent]
         applicable = [f for f in env.counterfactual_edits(spec, agent) if f in sampler.families]
         started = time.perf_counter()  # includes attempts the env turns down as not applicable
@@ -195,6 +241,8 @@ def replay_episode(
                 continue
             seconds = time.perf_counter() - started
             sampler.update(family, abs(outcome.delta))
+            if chooser is not None:
+                chooser.update(agent, outcome.delta)
             records.append(
                 ReplayRecord(agent, family, outcome.delta, outcome.reward, seconds, dict(outcome.terms))
             )
@@ -226,6 +274,7 @@ class ReplayCallbacks(RLlibCallback):
         super().__init__()
         self.settings = settings
         self.sampler: FamilySampler | None = None
+        self.chooser: AgentChooser | None = None
         self.rng: np.random.Generator | None = None
 
     @classmethod
@@ -244,6 +293,8 @@ class ReplayCallbacks(RLlibCallback):
         self.rng = runner_rng(env_runner)
         settings = self.settings
         self.sampler = FamilySampler(settings.families, settings.floor, settings.decay, self.rng)
+        if settings.agents is not None:
+            self.chooser = AgentChooser(settings.agents, settings.floor, settings.decay, self.rng)
 
     def on_episode_end(
         self,
@@ -268,7 +319,9 @@ class ReplayCallbacks(RLlibCallback):
             self._setup(env_runner)
         lens = {a: action_logit_lens(episode.agent_episodes[a].action_space) for a in episode.agent_episodes}
         spec = cf_env.counterfactual_spec()
-        records = [] if spec is None else replay_episode(cf_env, spec, episode, self.sampler, lens, self.rng)
+        records = []
+        if spec is not None:
+            records = replay_episode(cf_env, spec, episode, self.sampler, lens, self.rng, self.chooser)
         episode.custom_data[REPLAY_KEY] = {r.agent: (r.delta, EDIT_FAMILIES.index(r.family)) for r in records}
         if metrics_logger is not None:
             log_replay_metrics(metrics_logger, records, self.sampler, invalid_final=spec is None)

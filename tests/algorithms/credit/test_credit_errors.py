@@ -76,6 +76,7 @@ def test_runner_refuses_an_env_without_the_protocol() -> None:
         ({"name": "lemon", "edit_families": ["swap_everything"]}, "algorithm.edit_families.0"),
         ({"name": "lemon", "family_floor": 0.5}, "algorithm.family_floor"),
         ({"name": "lemon", "family_decay": 1.0}, "algorithm.family_decay"),
+        ({"name": "lemon", "replay_agents": 0}, "algorithm.replay_agents"),
         ({"name": "lemon", "family_flor": 0.1}, "algorithm.family_flor: unknown key"),
     ],
 )

@@ -3,6 +3,7 @@ ablation included) and LEMON's replay settings, which must reach every env runne
 
 from __future__ import annotations
 
+import dataclasses
 import pickle
 from types import SimpleNamespace
 
@@ -49,9 +50,9 @@ def replay_callbacks(callbacks_class: list) -> list[ReplayCallbacks]:
 
 
 def test_yaml_replay_keys_reach_the_callbacks_of_a_remote_env_runner() -> None:
-    knobs = {"edit_families": ["alternative"], "family_floor": 0.05, "family_decay": 0.5}
+    knobs = {"edit_families": ["alternative"], "family_floor": 0.05, "family_decay": 0.5, "replay_agents": 1}
     ppo = build_ppo_config(validate_config(tiny("lemon", algorithm=knobs)))
-    expected = ReplaySettings(families=(EditFamily.ALTERNATIVE,), floor=0.05, decay=0.5)
+    expected = ReplaySettings(families=(EditFamily.ALTERNATIVE,), floor=0.05, decay=0.5, agents=1)
     remote = cloudpickle.loads(cloudpickle.dumps(ppo))  # how the config reaches other processes
     for callbacks_class in (ppo.callbacks_class, remote.callbacks_class):
         [callbacks] = replay_callbacks(callbacks_class)
@@ -72,6 +73,10 @@ def test_the_sampler_follows_the_settings() -> None:
     callbacks._setup(SimpleNamespace(config=SimpleNamespace(seed=1), worker_index=2))
     assert callbacks.sampler.families == [EditFamily.BASE_DUTY, EditFamily.ALTERNATIVE]
     assert (callbacks.sampler.floor, callbacks.sampler.decay) == (0.05, 0.5)
+    assert callbacks.chooser is None  # every agent's edit, as LEMON
+    budget = ReplayCallbacks.with_settings(dataclasses.replace(settings, agents=3))()
+    budget._setup(SimpleNamespace(config=SimpleNamespace(seed=1), worker_index=2))
+    assert (budget.chooser.k, budget.chooser.floor, budget.chooser.decay) == (3, 0.05, 0.5)
 
 
 def test_replay_callbacks_without_settings_say_how_to_get_them() -> None:

@@ -11,9 +11,16 @@ import pytest
 from orchestrl.algorithms.credit.advantage import standardize
 from orchestrl.algorithms.joint_columns import AGENT_INDEX, CF_DELTA, CF_FAMILY, TEAM_REWARD
 from orchestrl.algorithms.lemon.advantage import DeltaBaseline, ReplayAdvantage, lemon_advantages
-from orchestrl.algorithms.lemon.replay import FamilySampler, alternative_action, family_probabilities
+from orchestrl.algorithms.lemon.replay import (
+    AgentChooser,
+    FamilySampler,
+    alternative_action,
+    family_probabilities,
+    replay_episode,
+)
 from orchestrl.envs.counterfactual import (
     EDIT_FAMILIES,
+    CounterfactualOutcome,
     Edit,
     EditFamily,
     EditNotApplicable,
@@ -231,3 +238,44 @@ def test_replays_priced_without_running_are_not_counted_as_executions() -> None:
     logger = MetricsLogger()
     log_replay_metrics(logger, [ran, priced, other_env], sampler)
     assert logger.peek("env/cf_executions") == 2.0
+
+
+class DeltaTable:
+    """A counterfactual env whose base-duty edit of agent i costs ``deltas[i](n)`` on its n-th call,
+    and that counts the calls: what ``replay_episode`` re-executes."""
+
+    def __init__(self, deltas: dict) -> None:
+        self.deltas = deltas
+        self.calls: dict[str, int] = dict.fromkeys(deltas, 0)
+
+    def counterfactual_spec(self) -> str:
+        return "spec"
+
+    def counterfactual_edits(self, spec: str, agent: str) -> list[EditFamily]:
+        return [EditFamily.BASE_DUTY]
+
+    def counterfactual(self, spec: str, agent: str, edit: Edit) -> CounterfactualOutcome:
+        self.calls[agent] += 1
+        return CounterfactualOutcome(reward=-self.deltas[agent](self.calls[agent]), base_reward=0.0)
+
+
+def test_a_replay_budget_re_executes_only_the_chosen_agents_and_favours_deltas_that_vary() -> None:
+    from types import SimpleNamespace
+
+    constant = {f"agent_{i}": (lambda n: 0.5) for i in range(3)}  # always the same: no credit once centred
+    env = DeltaTable({**constant, "agent_3": lambda n: float(n % 2)})  # 0, 1, 0, 1...: it varies
+    episode = SimpleNamespace(agent_episodes=dict.fromkeys(env.deltas))
+    rng = np.random.default_rng(0)
+    sampler = FamilySampler([EditFamily.BASE_DUTY], 0.1, 0.9, rng)
+    chooser = AgentChooser(1, floor=0.1, decay=0.8, rng=rng)
+    np.testing.assert_allclose(chooser.probabilities(list(env.deltas)), 0.25)  # uniform before any delta
+    for _ in range(300):
+        [record] = replay_episode(env, "spec", episode, sampler, {}, rng, chooser)
+        assert record.delta == env.deltas[record.agent](env.calls[record.agent])
+    assert sum(env.calls.values()) == 300  # one re-execution per episode, not one per agent
+    p = chooser.probabilities(list(env.deltas))
+    assert p[3] > 0.6 and np.all(p[:3] >= 0.1 - 1e-9)
+    assert env.calls["agent_3"] > 150 and min(env.calls[a] for a in constant) >= 10  # the floor keeps turns
+    every = replay_episode(env, "spec", episode, sampler, {}, rng)  # no chooser: every agent, as LEMON
+    assert [r.agent for r in every] == sorted(env.deltas)
+    assert AgentChooser(8, 0.1, 0.9, rng).choose(["b", "a"]) == ["b", "a"]  # a budget above the team: all
