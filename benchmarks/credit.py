@@ -7,22 +7,34 @@ baseline scaled by a control-variate coefficient fitted on the previous batch, w
 TD(lambda) return as Q and per-agent centring), lemon (``advantage: replay``) and lemon_gae (the
 same lemon runs without replay, ``advantage: gae``: the reference for the replay's cost), with 5
 seeds each and equal env-step budgets (``--algos lemon_uncentred`` adds lemon with
-``center_delta: false``, LEMON's uncentred delta), in-process (InProcessTrainer, no Ray, one torch
+``center_delta: false``, LEMON's uncentred delta; ``--algos lemon_two_replays`` lemon replaying
+two agents' edits per episode, ``replay_agents: 2``), in-process (InProcessTrainer, no Ray, one torch
 thread), two runs at a time (``--jobs``), on
 
-- ``orchestration_l4`` / ``orchestration_l5`` (the full run): the LEMON env at levels 4 (8 agents,
-  branching DAGs over three tables) and 5 (10 agents, a table filtered twice), 2 rounds per
-  episode, one shared team reward, trained on the train split's first 1,000 tasks. Every
-  algorithm starts from the same warm start (``warm_start:``, the env's expert cloned into the
-  actor on 100 training tasks for 6 epochs: LEMON's supervised start on valid specs, kept short
-  so that no run starts at the threshold), then PPO with the same settings (250 env steps per
-  iteration, lr 5e-4, no entropy bonus). Budget: 3,000 env steps per run at both levels. The
-  greedy policy is evaluated right after the warm start and every 1,000 env steps on the same 30
-  held-out tasks; metric: held-out success (the held-out team return, summed over agents, is in
-  ``details``);
-- ``orchestration_l2`` / ``orchestration_l3`` (only with ``--envs``: the saved logs' levels): the
-  same at levels 2 (3 agents) and 3 (5 agents) with 4,000 and 16,000 env steps (the saved
-  level-4 runs had 16,000 too: ``--summarise`` takes each run's budget from its own line);
+- ``orchestration_k3_l4`` / ``orchestration_k3_l5`` (the full run): the LEMON env at levels 4 (8
+  agents, branching DAGs over three tables) and 5 (10 agents, a table filtered twice) in
+  ``benchmarks/team_vs_search.py``'s setting (its ``FULL`` settings, read from there): 3 rounds per
+  episode, each rewarded by how much it improved the team's answer (``round_reward: answer``), one
+  shared team reward, trained on the train split's first 1,000 tasks; the actor scores each
+  candidate duty given the role (``model.option_rows``). Every algorithm of a seed starts from one
+  clone (``warm_start.reuse``, kept under ``--out``): the solver cloned on 300 training tasks for 8
+  epochs, then 2 rounds of DAgger; then PPO with the same settings (240 env steps per iteration, lr
+  1e-4, no entropy bonus), 12 iterations: 2,880 env steps per run. The greedy policy is evaluated
+  right after the warm start and every 960 env steps on the same 30 held-out tasks; metric:
+  held-out success of the team's answer after round 3 (``answer_success``, what
+  ``team_vs_search.py`` reports as ``team_success_at_k`` at k = 3; the held-out team return,
+  summed over agents, is in ``details``). ``--quick`` runs this setting at level 2 with
+  ``team_vs_search``'s ``QUICK`` warm start, 120 env steps;
+- ``orchestration_l2`` / ``orchestration_l3`` / ``orchestration_l4`` (only with ``--envs``: the
+  saved logs' setting): 2 rounds per episode, each rewarded by the score of the spec it ran;
+  held-out success of the final spec; every algorithm starts from the env's expert cloned on 100
+  training tasks for 6 epochs (LEMON's supervised start on valid specs, kept short so that no run
+  starts at the threshold), then PPO at lr 5e-4 on 250 env steps per iteration: 4,000, 16,000
+  and 3,000 env steps at levels 2, 3 and 4 (the saved level-4 runs of ``credit_v2_l4.log`` had
+  16,000: ``--summarise`` takes each run's budget from its own line). At level 4 that start left
+  every greedy team at 0 held-out success, before and after RL
+  (``benchmarks/logs/credit_v3_l4_pilot.log``): nothing to assign credit for, hence the full run's
+  setting;
 - ``simple_spread`` (only with ``--envs simple_spread``): MPE, N=3, 25-step episodes,
   ``local_ratio=0``, from scratch, 30,000 env steps; metric: team return of the sampled policy
   summed over the 3 agents (no threshold: ``steps_to_0_8`` is null; no lemon: the env cannot
@@ -69,7 +81,9 @@ Printed: ONE JSON object with exactly the keys ``final_iqm``, ``ci95``, ``steps_
 algorithm -> IQM over seeds of each run's mean, over its updates, of RLlib's
 ``vf_explained_var``: for coma and coma_cv that critic is Q(s, u) of the taken action), ``details``
 (per env: per-seed finals, steps and executions to 0.8, IQM curves with their bands against env
-steps and against scored executions, returns, wall time and executions per run) and ``meta``
+steps and against scored executions, returns, wall time and executions per run, and
+``replay_cost_by_algorithm``: ``replay_cost``'s figures for lemon and each variant that replays,
+against the same lemon_gae runs) and ``meta``
 (command, wall time, load, the task store's warm-up); ``credit.png`` plots the curves against
 both.
 
@@ -82,7 +96,7 @@ the store existed (the logs' level-3 runs, level 2's ippo seeds 0-2 and mappo's 
 their tasks themselves: their success figures compare, their times do not.
 
 Run:
-    .venv/bin/python benchmarks/credit.py --quick     # 2 seeds, level 2, 500 env steps
+    .venv/bin/python benchmarks/credit.py --quick     # 2 seeds, level 2, 120 env steps
     .venv/bin/python benchmarks/credit.py             # the full benchmark (levels 4 and 5)
     .venv/bin/python benchmarks/credit.py --envs orchestration_l3 --algos ippo coma coma_cv \
         --seeds 10 --out runs/bench/credit_l3_coma    # the COMAs against ippo at level 3, 10 seeds
@@ -102,7 +116,7 @@ lost the solver's conclusions; ``benchmarks/logs/credit_v3_l4_pilot.log``: ippo,
 lemon_gae at level 4 on today's env, two seeds) and the figures ``--summarise`` gives for them,
 with the commands that produced them, are in ``benchmarks/RESULTS.md`` (section "Counterfactual
 credit on the LEMON env"; ``make results`` rebuilds it). ``--quick`` checks the pipeline and
-compares nothing: two seeds at 500 env steps leave every CI wide.
+compares nothing: two seeds at 120 env steps leave every CI wide.
 """
 
 from __future__ import annotations
@@ -123,13 +137,19 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import run_log
+import team_vs_search
 
 ALGORITHMS = ("ippo", "mappo", "coma", "coma_cv", "lemon", "lemon_gae")
 REPLAY_FREE = "lemon_gae"
 """lemon without replay (``advantage: gae``): the same runs, seeds and settings minus the replays."""
-LEMON_VARIANTS = {REPLAY_FREE: {"advantage": "gae"}, "lemon_uncentred": {"center_delta": False}}
-"""Benchmark names for lemon with other knobs; lemon_uncentred (LEMON's delta without centring)
-runs only when ``--algos`` names it."""
+LEMON_VARIANTS = {
+    REPLAY_FREE: {"advantage": "gae"},
+    "lemon_uncentred": {"center_delta": False},
+    "lemon_two_replays": {"replay_agents": 2},
+}
+"""Benchmark names for lemon with other knobs; lemon_uncentred (LEMON's delta without centring) and
+lemon_two_replays (two agents' edits replayed per episode, chosen by how much their deltas vary:
+``replay_agents``) run only when ``--algos`` names them."""
 REPLAYING = ("lemon", *LEMON_VARIANTS)
 REPORT_KEYS = (
     "final_iqm",
@@ -142,10 +162,22 @@ REPORT_KEYS = (
 )
 THRESHOLD = 0.8
 FULL_LEVELS = (4, 5)
-"""The orchestration levels the full run measures (levels 2 and 3 stay available by ``--envs``)."""
+"""The orchestration levels the full run measures, in team_vs_search's setting (``orchestration_k3_l4``,
+``orchestration_k3_l5``); the saved logs' setting stays available by ``--envs`` (``orchestration_l2``
+to ``orchestration_l4``)."""
 TASK_POOL = 1000
 """Orchestration runs train on the train split's first 1,000 tasks (generated tables and node
 outputs stay cached: several times faster sampling); evaluation stays on held-out tasks."""
+
+
+# Both COMAs: one critic-only update first. coma keeps Eq. 4 (the critic's own Q, the whole
+# baseline); coma_cv's defaults are what v1's probes adopted for "coma" (the sampled TD(lambda)
+# return as Q, per-agent centring, the scaled baseline), now with the coefficient fitted on the
+# previous batch. v1's probes at level 3 (before the fixes): with the critic's own Q, seed 0
+# fell from 0.70 to 0.00 within 8,000 env steps; the sampled return, centred per agent,
+# ended at 0.43 / 0.60 / 0.37 / 0.17 / 0.47 on seeds 0-4 after 12,000 (ippo 0.47 / 0.47 / 0.30
+# / 0.30 / 0.33); with the in-batch scaled baseline 0.80 / 0.70 / 0.73 / 0.43 / 0.63 at 16,000.
+ORCHESTRATION_KNOBS = {"coma": {"critic_warmup": 1}, "coma_cv": {"critic_warmup": 1}}
 
 
 @dataclass(frozen=True)
@@ -156,7 +188,8 @@ class Bench:
     kwargs: dict[str, Any]
     eval_overrides: dict[str, Any]
     metric: str
-    """``success`` (the env's info metric; the team return is reported too) or ``return``."""
+    """``success`` (held-out success, read from the env's info metric ``success_key``; the team
+    return is reported too) or ``return``."""
     iterations: int
     batch: int
     """Env steps per iteration; the budget is ``iterations * batch`` env steps for every algorithm."""
@@ -175,6 +208,11 @@ class Bench:
     executions so far (env steps plus LEMON's replays) at every evaluation, the equal-cost x-axis."""
     default: bool = True
     """Run without ``--envs`` naming it."""
+    success_key: str = "success"
+    """The info metric that is held-out success: ``success`` (the final spec's) or ``answer_success``
+    (the team's answer after its last round, chosen as ``solver_k`` chooses)."""
+    option_rows: bool = False
+    """``model.option_rows``: each candidate duty scored given the role."""
 
     @property
     def budget(self) -> int:
@@ -182,6 +220,67 @@ class Bench:
 
 
 def benches(quick: bool) -> dict[str, Bench]:
+    return {**search_setting_benches(quick), **saved_log_benches(quick), "simple_spread": spread_bench(quick)}
+
+
+def search_setting_benches(quick: bool) -> dict[str, Bench]:
+    """The full run's envs: team_vs_search's setting (its ``FULL`` settings; ``QUICK`` with
+    ``--quick``), so that credit is measured from a team that solves tasks.
+
+    3 rounds per episode, each rewarded by how much it improved the team's answer (``round_reward:
+    answer``), held-out success is the answer after round 3 (what ``team_success_at_k`` at k = 3
+    scores); the actor scores each candidate duty given the role (``option_rows``); the warm start
+    clones the solver on 300 training tasks for 8 epochs, then 2 rounds of DAgger, and every
+    algorithm of a seed loads that one clone (``warm_start.reuse``); PPO at lr 1e-4 on 240 env steps
+    per iteration, 12 iterations. The saved logs' setting (2 rounds, the final spec's success, a
+    6-epoch warm start on 100 tasks) left every greedy team at 0 held-out success at level 4, before
+    and after RL (``benchmarks/logs/credit_v3_l4_pilot.log``): nothing to assign credit for."""
+    settings = team_vs_search.QUICK if quick else team_vs_search.FULL
+    levels = (2,) if quick else FULL_LEVELS
+    training = {
+        "lr": settings.lr,
+        "num_epochs": 8,
+        "minibatch_size": min(settings.batch, 240),
+        "entropy_coeff": 0.0,
+    }
+    return {
+        f"orchestration_k3_l{level}": Bench(
+            env="orchestration",
+            kwargs={
+                "level": level,
+                "task_pool": TASK_POOL,
+                "rounds": team_vs_search.ROUNDS,
+                "round_reward": settings.round_reward,
+            },
+            eval_overrides={"split": "heldout"},
+            metric="success",
+            success_key="answer_success",
+            iterations=4 if quick else settings.iterations,
+            batch=settings.batch,
+            eval_every=2 if quick else 4,
+            eval_episodes=10 if quick else 30,
+            eval_explore=False,
+            envs_per_runner=4,
+            training=training,
+            algo_knobs=ORCHESTRATION_KNOBS,
+            hidden=(256, 256),
+            option_rows=settings.option_rows,
+            warm_start={
+                "episodes": settings.warm_episodes,
+                "epochs": settings.warm_epochs,
+                "dagger_rounds": settings.dagger_rounds,
+                "reuse": True,
+            },
+            scored_executions=True,
+        )
+        for level in levels
+    }
+
+
+def saved_log_benches(quick: bool) -> dict[str, Bench]:
+    """The setting of the saved logs (``benchmarks/logs/credit_v2_l*.log``,
+    ``credit_v3_l4_pilot.log``): 2 rounds, the final spec's success, a short warm start. Only by
+    ``--envs`` (and ``--summarise``)."""
     # Every algorithm starts from the same warm start (the expert cloned on 100 training tasks for 6
     # epochs: LEMON's "supervised on valid specs"), then PPO without an entropy bonus (it would
     # only undo the cloning). Short on purpose: measured on v1 at level 3, seeds 0-2, held-out
@@ -190,21 +289,11 @@ def benches(quick: bool) -> dict[str, Bench]:
     # right after the 6-epoch warm start scores 0.00 held-out success on every seed at level 3
     # (team return about -1): every algorithm starts from a team whose greedy specs solve no task.
     orch_training = {"lr": 5e-4, "num_epochs": 8, "minibatch_size": 250, "entropy_coeff": 0.0}
-    # Both COMAs: one critic-only update first. coma keeps Eq. 4 (the critic's own Q, the whole
-    # baseline); coma_cv's defaults are what v1's probes adopted for "coma" (the sampled TD(lambda)
-    # return as Q, per-agent centring, the scaled baseline), now with the coefficient fitted on the
-    # previous batch. v1's probes at level 3 (before the fixes): with the critic's own Q, seed 0
-    # fell from 0.70 to 0.00 within 8,000 env steps; the sampled return, centred per agent,
-    # ended at 0.43 / 0.60 / 0.37 / 0.17 / 0.47 on seeds 0-4 after 12,000 (ippo 0.47 / 0.47 / 0.30
-    # / 0.30 / 0.33); with the in-batch scaled baseline 0.80 / 0.70 / 0.73 / 0.43 / 0.63 at 16,000.
-    orch_knobs = {"coma": {"critic_warmup": 1}, "coma_cv": {"critic_warmup": 1}}
-    # --quick: level 2, 500 env steps, evaluated after the warm start and at the end on 10 tasks
-    # (a warm start on 50 tasks instead of 100 left level 2 at 0.00 held-out success: no quicker).
-    # The full run: 3,000 env steps at levels 4 and 5, what fits in about 3 hours (the module
-    # docstring's estimate); levels 2 and 3 keep the saved logs' budgets (the saved level-4 runs
+    # (--quick runs the full run's setting.) Level 4: 3,000 env steps, the budget of the pilot
+    # credit_v3_l4_pilot.log; levels 2 and 3 keep the saved logs' budgets (the saved level-4 runs
     # had 64 iterations: --summarise reads a run's budget from its line).
-    levels = {2: 2} if quick else {2: 16, 3: 64, 4: 12, 5: 12}
-    out = {
+    levels = {} if quick else {2: 16, 3: 64, 4: 12}
+    return {
         f"orchestration_l{level}": Bench(
             env="orchestration",
             kwargs={"level": level, "task_pool": TASK_POOL},
@@ -212,21 +301,25 @@ def benches(quick: bool) -> dict[str, Bench]:
             metric="success",
             iterations=iterations,
             batch=250,
-            eval_every=2 if quick else 4,
-            eval_episodes=10 if quick else 30,
+            eval_every=4,
+            eval_episodes=30,
             eval_explore=False,
             envs_per_runner=4,
             training=orch_training,
-            algo_knobs=orch_knobs,
+            algo_knobs=ORCHESTRATION_KNOBS,
             hidden=(256, 256),
             warm_start={"episodes": 100, "epochs": 6},
             scored_executions=True,
-            default=quick or level in FULL_LEVELS,
+            default=False,
         )
         for level, iterations in levels.items()
     }
+
+
+def spread_bench(quick: bool) -> Bench:
+    """MPE simple_spread (only by ``--envs simple_spread``)."""
     spread_training = {"lr": 7e-4, "num_epochs": 5, "minibatch_size": 1000, "entropy_coeff": 0.01}
-    out["simple_spread"] = Bench(
+    return Bench(
         env="simple_spread",
         kwargs={"N": 3, "max_cycles": 25, "local_ratio": 0.0},
         eval_overrides={},
@@ -241,7 +334,6 @@ def benches(quick: bool) -> dict[str, Bench]:
         algo_knobs={"coma": {"critic_warmup": 2}, "coma_cv": {"critic_warmup": 2}},
         default=False,
     )
-    return out
 
 
 def algorithm_section(bench: Bench, algo: str) -> dict[str, Any]:
@@ -251,13 +343,16 @@ def algorithm_section(bench: Bench, algo: str) -> dict[str, Any]:
     return {"name": algo, **bench.algo_knobs.get(algo, {})}
 
 
-def experiment(bench: Bench, algo: str, seed: int) -> dict[str, Any]:
+def experiment(bench: Bench, algo: str, seed: int, run_dir: Path | None = None) -> dict[str, Any]:
+    """The experiment one run trains; ``run_dir`` (the default: ``runs``) keeps the clone a
+    ``warm_start.reuse`` bench's algorithms share."""
     return {
         "name": f"credit_{bench.env}_{algo}",
         "seed": seed,
+        **({"run_dir": str(run_dir)} if run_dir is not None else {}),
         "env": {"name": bench.env, "kwargs": dict(bench.kwargs)},
         "algorithm": algorithm_section(bench, algo),
-        "model": {"hidden": list(bench.hidden)},
+        "model": {"hidden": list(bench.hidden), **({"option_rows": True} if bench.option_rows else {})},
         "warm_start": dict(bench.warm_start),
         "resources": {"env_runners": 0, "envs_per_env_runner": bench.envs_per_runner},
         "training": {"train_batch_size": bench.batch, **bench.training},
@@ -288,7 +383,7 @@ def evaluate(bench: Bench, runner: Any, learner: Any) -> dict[str, float]:
         for ep in episodes:
             infos = ep.get_infos(-1).values()
             metrics = next((i["metrics"] for i in infos if isinstance(i, dict) and "metrics" in i), {})
-            success.append(float(metrics.get("success", 0.0)))
+            success.append(float(metrics.get(bench.success_key, 0.0)))
         out["success"] = float(np.mean(success))
     return out
 
@@ -303,7 +398,7 @@ COST_KEYS = {
 """Run totals kept from the env runner's ``env/cf_<name>`` metrics (LEMON's replays)."""
 
 
-def train_run(bench: Bench, algo: str, seed: int) -> dict[str, Any]:
+def train_run(bench: Bench, algo: str, seed: int, run_dir: Path | None = None) -> dict[str, Any]:
     from ray.rllib.algorithms.ppo.ppo import LEARNER_RESULTS_VF_EXPLAINED_VAR_KEY as VF_EXPLAINED_VAR
     from ray.rllib.env.multi_agent_env_runner import MultiAgentEnvRunner
 
@@ -314,8 +409,9 @@ def train_run(bench: Bench, algo: str, seed: int) -> dict[str, Any]:
     from orchestrl.training.inprocess import InProcessTrainer
 
     started = time.perf_counter()
-    ppo = build_ppo_config(validate_config(experiment(bench, algo, seed)))
+    ppo = build_ppo_config(validate_config(experiment(bench, algo, seed, run_dir)))
     trainer = InProcessTrainer(ppo)
+    warm_start_s = time.perf_counter() - started  # cloning, or loading a clone another run stored
     evaluator = MultiAgentEnvRunner(config=ppo.get_evaluation_config_object())
     points: list[int] = []
     executions: list[int] = []  # scored executions at each point: env steps sampled plus replays
@@ -359,6 +455,7 @@ def train_run(bench: Bench, algo: str, seed: int) -> dict[str, Any]:
         "curves": curves,
         "env_steps_sampled": steps,
         "wall_s": time.perf_counter() - started,
+        "warm_start_s": warm_start_s,
         "train_s": train_s,
         "train_cpu_s": train_cpu_s,
         "train_sandbox_cpu_s": train_sandbox_cpu_s,
@@ -523,6 +620,11 @@ def summarise(bench: Bench, runs: dict[str, list[dict[str, Any]]]) -> dict[str, 
     for baseline in ("ippo", REPLAY_FREE):  # P(X > baseline): p_improvement_vs_ippo, ..._vs_lemon_gae
         out[f"p_improvement_vs_{baseline}"] = improvement_over(finals, baseline) if baseline in runs else {}
     out["replay_cost"] = replay_cost(runs.get("lemon", []), runs.get(REPLAY_FREE, []))
+    out["replay_cost_by_algorithm"] = {  # lemon's, and that of each variant that replays
+        algo: replay_cost(algo_runs, runs.get(REPLAY_FREE, []))
+        for algo, algo_runs in runs.items()
+        if algo in REPLAYING and algo != REPLAY_FREE
+    }
     return out
 
 
@@ -656,7 +758,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         nargs="*",
         choices=list(dict.fromkeys([*ALGORITHMS, *LEMON_VARIANTS])),
         default=None,
-        help="algorithms to run (default: all but lemon_uncentred)",
+        help="algorithms to run (default: all but lemon_uncentred and lemon_two_replays)",
     )
     parser.add_argument("--out", type=Path, default=Path("runs/bench/credit"))
     parser.add_argument("--jobs", type=int, default=2, help="runs trained at once (one process each)")
@@ -726,7 +828,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         if todo and not args.quick:
             to_train = {n: chosen[n] for n, _, _ in todo}
             stored = warm_task_store(to_train, pool, max(1, args.jobs))
-        pending = {pool.submit(train_run, chosen[n], a, s): (n, a, s) for n, a, s in todo}
+        run_dir = (args.out / "runs").resolve()  # a seed's algorithms share one clone there
+        pending = {pool.submit(train_run, chosen[n], a, s, run_dir): (n, a, s) for n, a, s in todo}
         while pending:
             done, _ = wait(pending, return_when=FIRST_COMPLETED)
             for future in done:

@@ -160,12 +160,42 @@ def test_printed_report_has_exactly_the_seven_keys_per_env_and_algorithm(credit:
 
 
 def test_the_replay_free_reference_is_lemon_with_gae(credit: ModuleType) -> None:
-    bench = credit.benches(quick=False)["orchestration_l4"]
+    bench = credit.benches(quick=False)["orchestration_k3_l4"]
     assert bench.kwargs["level"] == 4 and bench.default
     assert credit.experiment(bench, "lemon_gae", 0)["algorithm"] == {"name": "lemon", "advantage": "gae"}
     assert credit.experiment(bench, "coma_cv", 0)["algorithm"]["name"] == "coma_cv"
     quick = credit.benches(quick=True)
-    assert [n for n, b in quick.items() if b.default] == ["orchestration_l2"]
+    assert [n for n, b in quick.items() if b.default] == ["orchestration_k3_l2"]
+
+
+def test_the_full_run_measures_credit_in_team_vs_search_setting_from_one_clone_per_seed(
+    credit: ModuleType, tmp_path: Path
+) -> None:
+    import team_vs_search
+
+    bench = credit.benches(quick=False)["orchestration_k3_l5"]
+    settings = team_vs_search.FULL
+    made = {a: credit.experiment(bench, a, 3, tmp_path) for a in ("ippo", "lemon", "lemon_gae")}
+    for exp in made.values():
+        assert exp["env"]["kwargs"] == {
+            "level": 5,
+            "task_pool": credit.TASK_POOL,
+            "rounds": team_vs_search.ROUNDS,
+            "round_reward": "answer",
+        }
+        assert exp["model"] == {"hidden": [256, 256], "option_rows": True}
+        assert exp["warm_start"] == {
+            "episodes": settings.warm_episodes,
+            "epochs": settings.warm_epochs,
+            "dagger_rounds": settings.dagger_rounds,
+            "reuse": True,
+        }
+        assert exp["training"]["lr"] == settings.lr and exp["training"]["train_batch_size"] == settings.batch
+        assert (exp["run_dir"], exp["seed"]) == (str(tmp_path), 3)  # where the seed's clone is kept
+    assert bench.success_key == "answer_success" and bench.budget == settings.iterations * settings.batch
+    saved = credit.benches(quick=False)["orchestration_l4"]  # the saved logs' setting, by --envs
+    assert not saved.default and saved.success_key == "success" and "rounds" not in saved.kwargs
+    assert "option_rows" not in credit.experiment(saved, "ippo", 0)["model"]
 
 
 def test_lemon_uncentred_is_lemon_without_centring_and_opt_in(credit: ModuleType) -> None:
@@ -175,6 +205,9 @@ def test_lemon_uncentred_is_lemon_without_centring_and_opt_in(credit: ModuleType
         "center_delta": False,
     }
     assert "lemon_uncentred" not in credit.ALGORITHMS  # not in the default set
+    two = credit.experiment(bench, "lemon_two_replays", 0)["algorithm"]
+    assert two == {"name": "lemon", "replay_agents": 2}
+    assert "lemon_two_replays" not in credit.ALGORITHMS and "lemon_two_replays" in credit.REPLAYING
 
 
 def logged_run(finals: list[float], wall_s: float, executions: list[int] | None = None) -> dict:
@@ -282,8 +315,10 @@ def in_threads(credit: ModuleType, monkeypatch: pytest.MonkeyPatch) -> Iterator[
 
     trained: list[tuple[str, str, int]] = []
 
-    def fake_train_run(bench: Any, algo: str, seed: int) -> dict:
-        trained.append((f"orchestration_l{bench.kwargs['level']}", algo, seed))
+    named = {**credit.benches(quick=True), **credit.benches(quick=False)}
+
+    def fake_train_run(bench: Any, algo: str, seed: int, run_dir: Path | None = None) -> dict:
+        trained.append((next(n for n, b in named.items() if b == bench), algo, seed))
         return logged_run([0.0, 0.5, 0.7], 5.0)
 
     monkeypatch.setattr(credit, "train_run", fake_train_run)
@@ -417,11 +452,26 @@ def test_the_full_run_trains_every_algorithm_five_seeds_at_levels_4_and_5(
 ) -> None:
     monkeypatch.setattr(credit, "warm_task_store", lambda chosen, pool, jobs: {})  # no 2,000 tasks
     credit.main(["--out", str(tmp_path / "out")])
-    envs = ("orchestration_l4", "orchestration_l5")
+    envs = ("orchestration_k3_l4", "orchestration_k3_l5")
     assert sorted(in_threads) == sorted((e, a, s) for e in envs for a in credit.ALGORITHMS for s in range(5))
     assert "lemon_gae" in credit.ALGORITHMS
     full = credit.benches(quick=False)
     assert [n for n, b in full.items() if b.default] == list(envs)
-    assert full["orchestration_l5"].kwargs["level"] == 5 and full["orchestration_l5"].scored_executions
-    assert full["orchestration_l4"].budget == full["orchestration_l5"].budget
-    assert {"orchestration_l2", "orchestration_l3"} <= set(full)  # the saved logs' levels, by --envs
+    assert full["orchestration_k3_l5"].kwargs["level"] == 5 and full["orchestration_k3_l5"].scored_executions
+    assert full["orchestration_k3_l4"].budget == full["orchestration_k3_l5"].budget
+    assert {"orchestration_l2", "orchestration_l3", "orchestration_l4"} <= set(full)  # saved logs, by --envs
+
+
+def test_held_out_success_is_the_answer_in_the_search_setting_and_the_final_spec_in_the_saved_one(
+    credit: ModuleType,
+) -> None:
+    from types import SimpleNamespace
+
+    # the last round's spec failed, an earlier round's answer held every example row
+    metrics = {"success": 0.0, "answer_success": 1.0}
+    episode = SimpleNamespace(get_return=lambda: 2.0, get_infos=lambda t: {"agent_0": {"metrics": metrics}})
+    runner = SimpleNamespace(set_state=lambda state: None, sample=lambda **kw: [episode, episode])
+    learner = SimpleNamespace(module=SimpleNamespace(get_state=lambda inference_only: {}))
+    full = credit.benches(quick=False)
+    assert credit.evaluate(full["orchestration_k3_l4"], runner, learner) == {"return": 2.0, "success": 1.0}
+    assert credit.evaluate(full["orchestration_l4"], runner, learner) == {"return": 2.0, "success": 0.0}
