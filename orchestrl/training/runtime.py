@@ -7,10 +7,12 @@ outside Tune, results to ~/ray_results; MLflow phones home. Here all of it stays
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import logging
 import multiprocessing
 import os
 import secrets
+import signal
 import sys
 import warnings
 from collections.abc import Iterator
@@ -19,6 +21,9 @@ from pathlib import Path
 
 from orchestrl.envs.registry import run_dir_environment
 from orchestrl.experiment.config import ResourcesSection
+
+PR_SET_PDEATHSIG = 1
+"""prctl(2): the signal a process gets when its parent dies."""
 
 
 def quiet_environment(run_dir: Path) -> None:
@@ -68,11 +73,25 @@ def worker_pool(jobs: int, run_dir: Path, fresh_per_task: bool = False) -> Proce
 
 
 def _init_worker(run_dir: str) -> None:
+    _die_with_parent()
     quiet_environment(Path(run_dir))
     silence_noise(verbose=False)
     import torch
 
     torch.set_num_threads(1)
+
+
+def _die_with_parent() -> None:
+    """The worker exits when the process that started it dies, however it dies (a benchmark stopped
+    with ``kill``, whose pool would otherwise train on unseen): Linux's ``PR_SET_PDEATHSIG``, plus a
+    check for a parent already gone. Elsewhere a no-op."""
+    if not sys.platform.startswith("linux"):
+        return
+    parent = os.getppid()
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    if os.getppid() != parent:  # it died before the signal was asked for
+        os._exit(1)
 
 
 def _local_auth_token(path: Path) -> None:
