@@ -192,6 +192,34 @@ CREDIT = (
             "store.",
         ),
     ),
+    CreditSection(
+        "Level 4 in the team-against-search setting (pilot, 2 seeds)",
+        "orchestration_k3_l4",
+        ("credit_v3_k3_l4_pilot.log",),
+        (
+            "PYTHONHASHSEED=0 python benchmarks/credit.py --envs orchestration_k3_l4 --algos ippo lemon"
+            " lemon_gae --seeds 2 --jobs 2 --log benchmarks/logs/credit_v3_k3_l4_pilot.log",
+            "PYTHONHASHSEED=0 python benchmarks/credit.py --envs orchestration_k3_l4 --algos mappo coma"
+            " lemon_two_replays --seeds 2 --jobs 2 --log benchmarks/logs/credit_v3_k3_l4_pilot.log",
+        ),
+        (
+            "The full run's setting: `team_vs_search.py`'s env (3 rounds, each rewarded by how much it "
+            "improved the team's answer), actor (option rows) and warm start (the solver cloned, then "
+            "DAgger), every algorithm of a seed from one stored clone. That start solves about half "
+            "the held-out tasks (0.53 and 0.43 on seeds 0 and 1), where the saved logs' start solved "
+            "none. At 2,880 env steps no algorithm moves far from it, and with two seeds on 30 tasks "
+            "no CI is apart from another: this pilot measures what the full run costs, not which "
+            "credit wins.",
+            "lemon_two_replays is lemon replaying two agents' edits per episode (`replay_agents: 2`, "
+            "chosen by how much each agent's deltas have varied) instead of all eight: a quarter of "
+            "lemon's extra executions for the same final figure here.",
+            "Each run trained in a fresh process with `PYTHONHASHSEED=0`, two at a time (the two seeds "
+            "of one algorithm together), its tasks read from one task store. The first run of each "
+            "seed (ippo; coma, whose module class differs, clones for itself; mappo in the second "
+            "invocation, after a code change) includes the clone in its wall time, about 400–480 s; "
+            "the others load it in 2–3 s.",
+        ),
+    ),
 )
 
 
@@ -224,12 +252,19 @@ def credit_section(credit: ModuleType, section: CreditSection) -> list[str]:
     bench, d, seeds = credit_details(credit, section)
     level = bench.kwargs["level"]
     logs = " ".join(f"benchmarks/logs/{name}" for name in section.logs)
+    dagger = bench.warm_start.get("dagger_rounds", 0)
+    success = (
+        f"greedy held-out success of the team's answer after round {bench.kwargs['rounds']}"
+        if bench.success_key == "answer_success"
+        else "greedy held-out success"
+    )
     out = [
         f"### {section.title}",
         "",
         f"{AGENTS[level]} agents, {d['budget_env_steps']:,} env steps per run after the warm start "
         f"(the expert cloned on {bench.warm_start['episodes']} training tasks for "
-        f"{bench.warm_start['epochs']} epochs), greedy held-out success on the same "
+        f"{bench.warm_start['epochs']} epochs{f', then {dagger} rounds of DAgger' if dagger else ''}), "
+        f"{success} on the same "
         f"{bench.eval_episodes} held-out tasks right after the warm start and every "
         f"{bench.eval_every * bench.batch:,} env steps. IQM over seeds "
         "[95% stratified-bootstrap CI].",
@@ -327,6 +362,14 @@ def credit_section(credit: ModuleType, section: CreditSection) -> list[str]:
             )
         else:
             out.append("- no lemon_gae runs to compare training time with.")
+        for variant, other in d["replay_cost_by_algorithm"].items():
+            if variant == "lemon" or not other:
+                continue
+            out.append(
+                f"- {variant}: {other['extra_executions_per_episode']:.2f} extra executions per episode, "
+                f"its training time over lemon_gae's {pct(other['wall_time_overhead_pct'])} wall time, "
+                f"{pct(other['cpu_time_overhead_pct'])} CPU time with the sandbox workers."
+            )
     rllib = rllib_step_runs(credit, section) if section.env == "orchestration_l4" else {}
     notes = list(section.notes)
     if rllib:
@@ -356,13 +399,16 @@ def credit_part() -> list[str]:
         "",
         "The runs of levels 2, 3 and 4 predate the observation without the solver's conclusions "
         "(commit 3c8600d): their agents saw the solver's prior and candidate lists ranked by it. On "
-        "today's env the same commands measure teams that must infer the ranking: the last section "
-        "(a pilot at level 4) and the section on the team against search at equal executions are "
+        "today's env the same commands measure teams that must infer the ranking: the last two "
+        "sections (pilots at level 4, in the saved logs' setting and in the full run's, "
+        "`team_vs_search.py`'s) and the section on the team against search at equal executions are "
         "measured on it.",
         "",
         "To reproduce a level: `python benchmarks/credit.py --envs orchestration_lN --log lN.log` "
         "(resumable: it trains the runs the log lacks, appends each finished run, and prints the "
-        "summary over all of them), then `python benchmarks/credit.py --summarise lN.log`.",
+        "summary over all of them), then `python benchmarks/credit.py --summarise lN.log`; the full "
+        "run (levels 4 and 5 in the team-against-search setting): `python benchmarks/credit.py --log "
+        "full.log`.",
         "",
     ]
     for section in CREDIT:
