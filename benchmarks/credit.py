@@ -165,6 +165,10 @@ FULL_LEVELS = (4, 5)
 """The orchestration levels the full run measures, in team_vs_search's setting (``orchestration_k3_l4``,
 ``orchestration_k3_l5``); the saved logs' setting stays available by ``--envs`` (``orchestration_l2``
 to ``orchestration_l4``)."""
+FULL_LEVEL_5_ALGORITHMS = ("ippo", "mappo", "lemon", "lemon_gae")
+"""Level 5 of the full run compares lemon with the independent learners, MAPPO's central critic and
+itself without replay; the COMAs run at level 4 (and at level 5 by ``--algos``), which keeps the
+full run near 3 hours."""
 TASK_POOL = 1000
 """Orchestration runs train on the train split's first 1,000 tasks (generated tables and node
 outputs stay cached: several times faster sampling); evaluation stays on held-out tasks."""
@@ -213,6 +217,8 @@ class Bench:
     (the team's answer after its last round, chosen as ``solver_k`` chooses)."""
     option_rows: bool = False
     """``model.option_rows``: each candidate duty scored given the role."""
+    algorithms: tuple[str, ...] = ALGORITHMS
+    """What runs on this env when ``--algos`` names none."""
 
     @property
     def budget(self) -> int:
@@ -272,6 +278,7 @@ def search_setting_benches(quick: bool) -> dict[str, Bench]:
                 "reuse": True,
             },
             scored_executions=True,
+            algorithms=ALGORITHMS if level == 4 else FULL_LEVEL_5_ALGORITHMS,
         )
         for level in levels
     }
@@ -812,7 +819,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             skipped[name] = f"{type(exc).__name__}: {exc}"
             continue
         replays = supports_counterfactual(env_class)
-        algos = [a for a in args.algos or ALGORITHMS if replays or a not in REPLAYING]
+        algos = [a for a in args.algos or bench.algorithms if replays or a not in REPLAYING]
         first = args.first_seed
         jobs += [(name, algo, seed) for algo in algos for seed in range(first, first + seeds)]
     runs = {key: logged[key] for key in jobs if key in logged}

@@ -362,14 +362,15 @@ def credit_section(credit: ModuleType, section: CreditSection) -> list[str]:
             )
         else:
             out.append("- no lemon_gae runs to compare training time with.")
-        for variant, other in d["replay_cost_by_algorithm"].items():
-            if variant == "lemon" or not other:
-                continue
-            out.append(
-                f"- {variant}: {other['extra_executions_per_episode']:.2f} extra executions per episode, "
-                f"its training time over lemon_gae's {pct(other['wall_time_overhead_pct'])} wall time, "
-                f"{pct(other['cpu_time_overhead_pct'])} CPU time with the sandbox workers."
-            )
+    variants = {v: c for v, c in d["replay_cost_by_algorithm"].items() if v != "lemon" and c}
+    if variants:
+        out += ["", "lemon's variants that replay, against the same lemon_gae runs:", ""]
+    for variant, other in variants.items():
+        out.append(
+            f"- {variant}: {other['extra_executions_per_episode']:.2f} extra executions per episode, "
+            f"its training time over lemon_gae's {pct(other['wall_time_overhead_pct'])} wall time, "
+            f"{pct(other['cpu_time_overhead_pct'])} CPU time with the sandbox workers."
+        )
     rllib = rllib_step_runs(credit, section) if section.env == "orchestration_l4" else {}
     notes = list(section.notes)
     if rllib:
