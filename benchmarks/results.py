@@ -220,6 +220,21 @@ CREDIT = (
             "the others load it in 2–3 s.",
         ),
     ),
+    CreditSection(
+        "Level 5 in the team-against-search setting (pilot, 1 seed)",
+        "orchestration_k3_l5",
+        ("credit_v3_k3_l5_pilot.log",),
+        (
+            "PYTHONHASHSEED=0 python benchmarks/credit.py --envs orchestration_k3_l5 --algos ippo lemon"
+            " lemon_gae --seeds 1 --jobs 2 --log benchmarks/logs/credit_v3_k3_l5_pilot.log",
+        ),
+        (
+            "One seed, to measure what level 5 costs: the clone (seed 0) took 1,519 s, and it solves "
+            "4 of the 30 held-out tasks. ippo and lemon started together (lemon waited for ippo's "
+            "clone, then loaded it); lemon_gae ran beside lemon once ippo had finished. The level-5 "
+            "CIs of one seed are its value alone.",
+        ),
+    ),
 )
 
 
