@@ -67,13 +67,13 @@ def worker_pool(jobs: int, run_dir: Path, fresh_per_task: bool = False) -> Proce
         jobs,
         mp_context=context,
         initializer=_init_worker,
-        initargs=(str(run_dir),),
+        initargs=(str(run_dir), os.getpid()),
         max_tasks_per_child=1 if fresh_per_task else None,
     )
 
 
-def _init_worker(run_dir: str) -> None:
-    _die_with_parent()
+def _init_worker(run_dir: str, parent: int) -> None:
+    _die_with_parent(parent)
     quiet_environment(Path(run_dir))
     silence_noise(verbose=False)
     import torch
@@ -81,13 +81,12 @@ def _init_worker(run_dir: str) -> None:
     torch.set_num_threads(1)
 
 
-def _die_with_parent() -> None:
-    """The worker exits when the process that started it dies, however it dies (a benchmark stopped
-    with ``kill``, whose pool would otherwise train on unseen): Linux's ``PR_SET_PDEATHSIG``, plus a
-    check for a parent already gone. Elsewhere a no-op."""
+def _die_with_parent(parent: int) -> None:
+    """The worker exits when ``parent``, the process that started it, dies, however it dies (a
+    benchmark stopped with ``kill``, whose pool would otherwise train on unseen): Linux's
+    ``PR_SET_PDEATHSIG``, plus a check for a parent already gone. Elsewhere a no-op."""
     if not sys.platform.startswith("linux"):
         return
-    parent = os.getppid()
     libc = ctypes.CDLL(None, use_errno=True)
     libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
     if os.getppid() != parent:  # it died before the signal was asked for
