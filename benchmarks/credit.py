@@ -248,12 +248,6 @@ def search_setting_benches(quick: bool) -> dict[str, Bench]:
     and after RL (``benchmarks/logs/credit_v3_l4_pilot.log``): nothing to assign credit for."""
     settings = team_vs_search.QUICK if quick else team_vs_search.FULL
     levels = (2,) if quick else FULL_LEVELS
-    training = {
-        "lr": settings.lr,
-        "num_epochs": 8,
-        "minibatch_size": min(settings.batch, 240),
-        "entropy_coeff": 0.0,
-    }
     return {
         f"orchestration_k3_l{level}": Bench(
             env="orchestration",
@@ -272,7 +266,7 @@ def search_setting_benches(quick: bool) -> dict[str, Bench]:
             eval_episodes=10 if quick else 30,
             eval_explore=False,
             envs_per_runner=4,
-            training=training,
+            training=team_vs_search.ppo_training(settings),
             algo_knobs=ORCHESTRATION_KNOBS,
             hidden=(256, 256),
             option_rows=settings.option_rows,
@@ -770,7 +764,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         nargs="*",
         choices=list(dict.fromkeys([*ALGORITHMS, *LEMON_VARIANTS])),
         default=None,
-        help="algorithms to run (default: all but lemon_uncentred and lemon_two_replays)",
+        help="algorithms to run (default: each env's own set; level 5's: ippo mappo lemon lemon_gae)",
     )
     parser.add_argument("--out", type=Path, default=Path("runs/bench/credit"))
     parser.add_argument("--jobs", type=int, default=2, help="runs trained at once (one process each)")

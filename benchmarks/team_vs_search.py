@@ -168,13 +168,18 @@ def experiment(settings: Settings, level: int, kind: str, seed: int, run_dir: Pa
             "reuse": True,
         },
         "resources": {"env_runners": 0, "envs_per_env_runner": 4},
-        "training": {
-            "train_batch_size": settings.batch,
-            "lr": settings.lr,
-            "num_epochs": 8,
-            "minibatch_size": min(settings.batch, 240),
-            "entropy_coeff": 0.0,
-        },
+        "training": {"train_batch_size": settings.batch, **ppo_training(settings)},
+    }
+
+
+def ppo_training(settings: Settings) -> dict[str, Any]:
+    """PPO's settings of every team (``credit.py``'s full run takes them too): ``settings.lr``, 8
+    epochs over minibatches of at most 240 steps, no entropy bonus (it would only undo the clone)."""
+    return {
+        "lr": settings.lr,
+        "num_epochs": 8,
+        "minibatch_size": min(settings.batch, 240),
+        "entropy_coeff": 0.0,
     }
 
 
