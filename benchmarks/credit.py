@@ -32,8 +32,8 @@ thread), two runs at a time (``--jobs``), on
   starts at the threshold), then PPO at lr 5e-4 on 250 env steps per iteration: 4,000, 16,000
   and 3,000 env steps at levels 2, 3 and 4 (the saved level-4 runs of ``credit_v2_l4.log`` had
   16,000: ``--summarise`` takes each run's budget from its own line). At level 4 that start left
-  every greedy team at 0 held-out success, before and after RL
-  (``benchmarks/logs/credit_v3_l4_pilot.log``): nothing to assign credit for, hence the full run's
+  the greedy teams no solved task to assign credit for, before or after RL (the pilot
+  ``benchmarks/logs/credit_v3_l4_pilot.log``, in ``benchmarks/RESULTS.md``), hence the full run's
   setting;
 - ``simple_spread`` (only with ``--envs simple_spread``): MPE, N=3, 25-step episodes,
   ``local_ratio=0``, from scratch, 30,000 env steps; metric: team return of the sampled policy
@@ -47,16 +47,12 @@ every evaluation, the scored executions so far (env steps sampled plus replays; 
 and the evaluations' are the same for every algorithm and not counted) beside the env steps, and
 the report puts every algorithm on that x-axis: lemon spends more executions per env step.
 
-The full run (five seeds; at level 4 the six algorithms, at level 5 ippo, mappo, lemon and
-lemon_gae; two runs at a time) is estimated at about 4 hours on 2 cores from the parts the pilots
-measured (``benchmarks/logs/credit_v3_k3_l4_pilot.log``, ``credit_v3_k3_l5_pilot.log``): filling
-each level's task store, about 5 minutes; at level 4 a seed's clone, 400-480 s (coma, whose module
-class differs, clones for itself), and each run after it about 300 s; at level 5 a clone about 25
-minutes, half of a seed's time there, and each run 300-510 s (ippo 300, lemon_gae 455, lemon
-510). That is over the 3 hours the
-benchmarks are sized to; the budget is kept at team_vs_search's, so the two benchmarks measure the
-same teams, and the log is resumable, so the run splits over invocations (``--log``,
-``--first-seed``).
+The full run: five seeds; at level 4 the six algorithms, at level 5 ippo, mappo, lemon and
+lemon_gae; two runs at a time. What it costs, from the parts the level-4 and level-5 pilots measured
+(task stores, a seed's clone, each run after it), is in ``benchmarks/RESULTS.md`` (the level-5
+pilot's section): more than the 3 hours the benchmarks are sized to, most of it the clones. The
+budget is kept at team_vs_search's, so the two benchmarks measure the same teams, and the log is
+resumable, so the run splits over invocations (``--log``, ``--first-seed``).
 
 Printed: ONE JSON object with exactly the keys ``final_iqm``, ``ci95``, ``steps_to_0_8``,
 ``executions_to_0_8``, ``p_improvement_vs_ippo``, ``p_improvement_vs_lemon_gae`` and
@@ -244,8 +240,8 @@ def search_setting_benches(quick: bool) -> dict[str, Bench]:
     clones the solver on 300 training tasks for 8 epochs, then 2 rounds of DAgger, and every
     algorithm of a seed loads that one clone (``warm_start.reuse``); PPO at lr 1e-4 on 240 env steps
     per iteration, 12 iterations. The saved logs' setting (2 rounds, the final spec's success, a
-    6-epoch warm start on 100 tasks) left every greedy team at 0 held-out success at level 4, before
-    and after RL (``benchmarks/logs/credit_v3_l4_pilot.log``): nothing to assign credit for."""
+    6-epoch warm start on 100 tasks) left the greedy teams no solved task at level 4, before or
+    after RL (``benchmarks/logs/credit_v3_l4_pilot.log``): nothing to assign credit for."""
     settings = team_vs_search.QUICK if quick else team_vs_search.FULL
     levels = (2,) if quick else FULL_LEVELS
     return {
