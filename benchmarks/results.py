@@ -1392,6 +1392,9 @@ def orchestration_env_section(d: dict[str, Any]) -> list[str]:
     ]
 
 
+UNTRIED = "no plan run twice (a round whose greedy plan already ran plays the team's next most likely plan)"
+
+
 def team_vs_search_section(d: dict[str, Any], round_reward: str = "answer") -> list[str]:
     def team(r: dict[str, Any]) -> str:
         return f"{r['iqm']:.2f} {ci(r['ci95'], 2)}" if r["seeds"] > 1 else f"{r['iqm']:.2f}"
@@ -1428,6 +1431,9 @@ def team_vs_search_section(d: dict[str, Any], round_reward: str = "answer") -> l
                     f"{v['cloned_agent_agrees_with_solver']:.2f}",
                 ]
             )
+            if "cloned_untried_success_at_k" in v:
+                at = v["cloned_untried_success_at_k"]
+                rows.append([f"the cloned start, {UNTRIED}", *(team(at[k]) for k in ks), "—", "—", "—"])
         for kind, label in (("lemon", "lemon"), ("ippo", "ippo"), ("bc_only", "cloning continued")):
             if f"{kind}_success_at_k" in v:
                 at, seeds = v[f"{kind}_success_at_k"], v[f"{kind}_success_at_k"]["1"]["seeds"]
@@ -1447,12 +1453,28 @@ def team_vs_search_section(d: dict[str, Any], round_reward: str = "answer") -> l
                 rows.append(
                     [f"{label} ({seeds} seed{'s' if seeds > 1 else ''})", *(team(at[k]) for k in ks), *cost]
                 )
+                if f"{kind}_untried_success_at_k" in v:
+                    at = v[f"{kind}_untried_success_at_k"]
+                    seconds = v.get(f"{kind}_untried_seconds_per_plan")
+                    rows.append(
+                        [
+                            f"{label}, {UNTRIED}",
+                            *(team(at[k]) for k in ks),
+                            "—" if seconds is None else f"{seconds:.2f} s",
+                            "—",
+                            "—",
+                        ]
+                    )
         verdict = ""
         if "lemon_success_at_k" in v and "solver_success_at_k" in v:
             lemon, search = v["lemon_success_at_k"]["3"]["iqm"], v["solver_success_at_k"]["3"]["mean"]
             apart = " with CIs apart" if v.get("lemon_above_solver_at_3_cis_apart") else ""
             side = f"above{apart}" if lemon > search else "at" if lemon == search else "below"
             verdict = f" At k = 3 lemon scores {lemon:.2f}, {side} `solver_k`'s {search:.2f}"
+            if "lemon_untried_success_at_k" in v:
+                untried = v["lemon_untried_success_at_k"]["3"]["iqm"]
+                apart = " (CIs apart)" if v.get("lemon_untried_above_solver_at_3_cis_apart") else ""
+                verdict += f" ({untried:.2f}{apart} when no round re-runs a plan)"
             if "bc_only_success_at_k" in v:
                 cloning = v["bc_only_success_at_k"]["3"]["iqm"]
                 verdict += f"; cloning continued scores {cloning:.2f}"

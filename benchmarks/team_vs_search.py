@@ -291,7 +291,9 @@ def continue_cloning(trainer: Any, seconds: float) -> tuple[float, int]:
 
 def team_evaluation(trainer: Any, ppo: Any, settings: Settings, level: int) -> dict[str, Any]:
     """The greedy team on held-out tasks 0 .. heldout_tasks-1: success after each round, and how
-    often its first-round actions are the solver's."""
+    often its first-round actions are the solver's; and the same team when no round re-runs a plan
+    (``untried_success_at_k``: a round whose greedy plan already ran plays the team's next most
+    likely plan, :meth:`~orchestrl.experiment.policy.TrainedPolicy.act_fresh`)."""
     from orchestrl.experiment.policy import TrainedPolicy
 
     policy = TrainedPolicy(
@@ -302,9 +304,15 @@ def team_evaluation(trainer: Any, ppo: Any, settings: Settings, level: int) -> d
     )
     env = heldout_env(level, bool(ppo.env_config.get("agent_id_in_obs")))
     try:
-        return heldout_play(policy.act, env, settings, agreement=True)
+        greedy = heldout_play(lambda obs, _: policy.act(obs), env, settings, agreement=True)
+        untried = heldout_play(policy.act_fresh, env, settings, agreement=False)
     finally:
         env.close()
+    return {
+        **greedy,
+        "untried_success_at_k": untried["success_at_k"],
+        "untried_seconds_per_plan": untried["seconds_per_plan"],
+    }
 
 
 def random_run(settings: Settings, level: int) -> dict[str, Any]:
@@ -320,7 +328,7 @@ def random_run(settings: Settings, level: int) -> dict[str, Any]:
         space.seed(1000 + i)
     try:
         result = heldout_play(
-            lambda obs: {a: spaces[a].sample(mask=o[MASK_KEY]) for a, o in obs.items()},
+            lambda obs, _: {a: spaces[a].sample(mask=o[MASK_KEY]) for a, o in obs.items()},
             env,
             settings,
             agreement=False,
@@ -339,10 +347,11 @@ def heldout_env(level: int, agent_id_in_obs: bool) -> Any:
 
 
 def heldout_play(act: Any, env: Any, settings: Settings, agreement: bool) -> dict[str, Any]:
-    """``act`` (observations -> actions) on held-out tasks 0 .. heldout_tasks-1 of ``env``: success
-    after each round, its answer after k rounds chosen as ``solver_k`` chooses, seconds per plan, and
-    with ``agreement`` how often the first-round actions are the solver's (that search runs after
-    the clock: it is not the team's cost)."""
+    """``act`` (observations, fresh -> actions; ``fresh(actions)``: they write a plan not run yet
+    in this episode, an invalid one only in its first round) on held-out tasks 0 ..
+    heldout_tasks-1 of ``env``: success after each round, its answer after k rounds chosen as
+    ``solver_k`` chooses, seconds per plan, and with ``agreement`` how often the first-round actions
+    are the solver's (that search runs after the clock: it is not the team's cost)."""
     from orchestrl.algorithms.behaviour_cloning import expert_of
     from orchestrl.envs.orchestration.solver import answer_index
 
@@ -354,8 +363,15 @@ def heldout_play(act: Any, env: Any, settings: Settings, agreement: bool) -> dic
         started = time.perf_counter()
         obs, _ = env.reset(seed=task)
         hits, held, first = [], [], None
+        ran: list[Any] = []  # the plans run so far (None: an invalid one)
+
+        def fresh(actions: dict[str, Any], ran: list[Any] = ran) -> bool:
+            plan = env.raw_env.plan_of(actions)
+            return not ran if plan is None else plan not in ran
+
         for _ in range(ROUNDS):
-            actions = act(obs)
+            actions = act(obs, fresh)
+            ran.append(env.raw_env.plan_of(actions))
             first = actions if first is None else first
             obs, _, _, _, infos = env.step(actions)
             info = next(i for i in infos.values() if "success" in i)
@@ -449,10 +465,7 @@ def summarise(runs: dict[tuple[int, str, int], dict[str, Any]]) -> dict[str, Any
             entry["random_success_at_k"] = {k: task_rate(v) for k, v in random_team["success_at_k"].items()}
         starts = [r["cloned"] for (kind, _), r in sorted(mine.items()) if kind == "bc_only" and "cloned" in r]
         if starts:
-            entry["cloned_success_at_k"] = {
-                str(k): seed_iqm([float(np.mean(r["success_at_k"][str(k)])) for r in starts])
-                for k in range(1, ROUNDS + 1)
-            }
+            put_success_at_k(entry, "cloned", starts)
             entry["cloned_agent_agrees_with_solver"] = float(
                 np.mean([r["agent_agrees_with_solver"] for r in starts])
             )
@@ -461,10 +474,7 @@ def summarise(runs: dict[tuple[int, str, int], dict[str, Any]]) -> dict[str, Any
             if not seeds:
                 continue
             team = [mine[(kind, s)] for s in seeds]
-            entry[f"{kind}_success_at_k"] = {
-                str(k): seed_iqm([float(np.mean(r["success_at_k"][str(k)])) for r in team])
-                for k in range(1, ROUNDS + 1)
-            }
+            put_success_at_k(entry, kind, team)
             entry[f"{kind}_training_executions"] = float(np.mean([r["training_executions"] for r in team]))
             entry[f"{kind}_train_s"] = float(np.mean([r["train_s"] for r in team]))
             tasks = float(np.mean([r.get("expert_labelled_tasks", np.nan) for r in team]))
@@ -472,7 +482,9 @@ def summarise(runs: dict[tuple[int, str, int], dict[str, Any]]) -> dict[str, Any
                 entry[f"{kind}_expert_labelled_tasks"] = tasks
                 if solver is not None:
                     entry[f"{kind}_expert_executions"] = tasks * solver["expert_executions_per_task"]
-            entry[f"{kind}_seconds_per_plan"] = float(np.mean([r["seconds_per_plan"] for r in team]))
+            for key in ("seconds_per_plan", "untried_seconds_per_plan"):
+                if all(key in r for r in team):
+                    entry[f"{kind}_{key}"] = float(np.mean([r[key] for r in team]))
             for key in ("agent_agrees_with_solver", "team_agrees_with_solver"):  # first round, greedy
                 if all(key in r for r in team):
                     entry[f"{kind}_{key}"] = float(np.mean([r[key] for r in team]))
@@ -482,8 +494,22 @@ def summarise(runs: dict[tuple[int, str, int], dict[str, Any]]) -> dict[str, Any
                 entry["solver_success_at_k"][str(ROUNDS)],
             )
             entry["lemon_above_solver_at_3_cis_apart"] = lemon["ci95"][0] > search_k["ci95"][1]
+            if "lemon_untried_success_at_k" in entry:
+                untried = entry["lemon_untried_success_at_k"][str(ROUNDS)]
+                entry["lemon_untried_above_solver_at_3_cis_apart"] = untried["ci95"][0] > search_k["ci95"][1]
         out[str(level)] = entry
     return out
+
+
+def put_success_at_k(entry: dict[str, Any], name: str, runs: list[dict[str, Any]]) -> None:
+    """``entry[name_success_at_k]``: the IQM over ``runs`` (one per seed) of held-out success at
+    each k; ``name_untried_success_at_k`` too when every run played without re-running a plan
+    (runs logged before that evaluation existed did not)."""
+    for key in ("success_at_k", "untried_success_at_k"):
+        if all(key in r for r in runs):
+            entry[f"{name}_{key}"] = {
+                str(k): seed_iqm([float(np.mean(r[key][str(k)])) for r in runs]) for k in range(1, ROUNDS + 1)
+            }
 
 
 def read_runs(logs: list[Path]) -> dict[tuple[int, str, int], dict[str, Any]]:

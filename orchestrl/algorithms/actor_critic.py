@@ -99,6 +99,14 @@ def _inputs(batch: dict[str, Any]) -> tuple[torch.Tensor, torch.Tensor | None]:
     return (obs[OBS_KEY].float(), obs[MASK_KEY]) if isinstance(obs, dict) else (obs.float(), None)
 
 
+def _repeat(batch: dict[str, Any], n: int) -> dict[str, Any]:
+    """A batch of one observation repeated ``n`` times."""
+    obs = batch[Columns.OBS]
+    if isinstance(obs, dict):
+        return {Columns.OBS: {k: v.expand(n, *v.shape[1:]) for k, v in obs.items()}}
+    return {Columns.OBS: obs.expand(n, *obs.shape[1:])}
+
+
 class ActorCriticModule(TorchRLModule, ValueFunctionAPI, InferenceOnlyAPI):
     """Decentralised actor + local or centralised critic.
 
@@ -246,6 +254,47 @@ class ActorCriticModule(TorchRLModule, ValueFunctionAPI, InferenceOnlyAPI):
         if explore:
             out[Columns.ACTION_LOGP] = dist.logp(actions)
         return out
+
+    def one_change_alternatives(
+        self, batch: dict[str, Any], action: torch.Tensor, per_component: int = 2
+    ) -> list[tuple[float, torch.Tensor]]:
+        """The policy's next guesses after ``action`` for the one observation in ``batch``: each
+        action that moves one component to one of its ``per_component`` most likely other allowed
+        values, with log pi(alternative | o) - log pi(action | o), most likely first. With
+        ``option_rows`` a new value of the given component takes the scored component's most likely
+        value under it (the greedy decode's rule), and the scored component of a value with no rows
+        (an idle agent's duty) has no alternatives."""
+        lens, rows, shape = self.logit_lens, self.option_rows, action.shape
+        action = action.reshape(-1).long()  # a Discrete action is one component
+        given = action[rows.given].view(1) if rows else None
+        logits = self._logits(batch, given=given)[0]
+        bounds = np.cumsum([0, *lens])
+        candidates = []
+        for c in range(len(lens)):
+            if rows and c == rows.component and int(action[rows.given]) < rows.first:
+                continue
+            values = logits[bounds[c] : bounds[c + 1]]
+            allowed = [int(v) for v in torch.argsort(values, descending=True) if values[v] > MASKED_LOGIT / 2]
+            for value in [v for v in allowed if v != int(action[c])][:per_component]:
+                alternative = action.clone()
+                alternative[c] = value
+                candidates.append(alternative)
+        if not candidates:
+            return []
+        if rows:  # a new given value re-decides the component scored under it
+            moved = [i for i, a in enumerate(candidates) if a[rows.given] != action[rows.given]]
+            if moved:
+                new = torch.stack([candidates[i] for i in moved])
+                picked = self._logits(_repeat(batch, len(moved)), given=new[:, rows.given])
+                at = bounds[rows.component]
+                for i, value in zip(moved, picked[:, at : at + lens[rows.component]].argmax(-1), strict=True):
+                    candidates[i][rows.component] = value
+        actions = torch.stack([action, *candidates])
+        logits = self._logits(_repeat(batch, len(actions)), given=actions[:, rows.given] if rows else None)
+        logp = self._dist_cls().from_logits(logits).logp(actions.reshape(len(actions), *shape))
+        drops = (logp[1:] - logp[0]).tolist()
+        ranked = sorted(zip(drops, candidates, strict=True), key=lambda pair: -pair[0])
+        return [(drop, alternative.reshape(shape)) for drop, alternative in ranked]
 
     def _actor(self, x: torch.Tensor) -> torch.Tensor:
         if not self.row_features:

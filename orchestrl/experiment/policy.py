@@ -8,7 +8,9 @@ of the inference distribution (RLlib's ``GetActions``); a continuous action is u
 clipped to its space as RLlib's ``NormalizeAndClipActions`` does. The modules come from a
 checkpoint through ``RLModule.from_checkpoint``. Neither Ray nor the env is needed, so
 ``orchestrl evaluate`` steps an env with it in-process, ``orchestrl serve`` answers ``POST /act``
-with it, and the MLflow model wraps it.
+with it, and the MLflow model wraps it. A team that plays rounds of one task can ask
+:meth:`TrainedPolicy.act_fresh` for a joint action that runs no plan it already ran: its own next
+most likely guess when the greedy one did.
 
 Observations and actions are those of the env the team trained on, keyed by its agent ids: the
 registered env (with its one-hot agent id appended when ``env.agent_id_in_obs``), and for neuromas
@@ -25,7 +27,7 @@ table and the action post-processing flags).
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -212,6 +214,38 @@ class TrainedPolicy:
                     actions[agent] = to_env_action(action, space)
         return actions
 
+    def act_fresh(
+        self, observations: Mapping[str, Any], fresh: Callable[[dict[str, Any]], bool], per_component: int = 2
+    ) -> dict[str, Any]:
+        """The greedy joint action when ``fresh`` accepts it; else, of the joint actions where one
+        agent's action is one of its module's next guesses (``one_change_alternatives``) and the
+        other agents' stay greedy, the most likely one ``fresh`` accepts; else the greedy one. A
+        team that plays rounds passes "a plan not run yet", so no round re-runs a plan: after a
+        failed round it tries its own next most likely plan, as a search tries its next candidate.
+        Raises :class:`PolicyError` for modules that cannot rank alternatives (the NeuroMAS graph)."""
+        import torch
+        from ray.rllib.core.columns import Columns
+
+        greedy = self.act(observations)
+        if fresh(greedy):
+            return greedy
+        ranked: list[tuple[float, str, Any]] = []
+        with torch.no_grad():
+            for agent in sorted(observations):
+                module = self.module[self.agents[agent]]
+                ranks = getattr(module.unwrapped(), "one_change_alternatives", None)
+                if ranks is None:
+                    raise PolicyError(f"module {self.agents[agent]!r} cannot rank alternative actions")
+                batch = {Columns.OBS: _one(observations[agent])}
+                action = torch.as_tensor(np.asarray(greedy[agent]))
+                for drop, alternative in ranks(batch, action, per_component):
+                    ranked.append((drop, agent, to_env_action(alternative.numpy(), module.action_space)))
+        for _, agent, alternative in sorted(ranked, key=lambda t: -t[0]):
+            joint = {**greedy, agent: alternative}
+            if fresh(joint):
+                return joint
+        return greedy
+
     def _known(self) -> str:
         return "agents: " + ", ".join(sorted(self.agents))
 
@@ -250,6 +284,14 @@ def from_json(value: Any, space: gym.Space, field: str) -> Any:
     if not space.contains(arr if arr.shape else arr.item()):
         raise ObservationError(field, f"outside {space}")
     return arr
+
+
+def _one(observation: Any) -> Any:
+    """One agent's observation as a batch of one (tensors)."""
+    import torch
+    import tree
+
+    return tree.map_structure(lambda x: torch.as_tensor(np.asarray(x)[None]), observation)
 
 
 def to_env_action(action: Any, space: gym.Space) -> Any:

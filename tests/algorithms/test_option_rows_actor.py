@@ -153,3 +153,62 @@ def test_cloning_learns_a_duty_that_depends_on_the_role() -> None:
 def test_option_rows_that_do_not_fit_are_refused(rows: dict[str, int]) -> None:
     with pytest.raises(ValueError, match="option_rows"):
         module(rows)
+
+
+def brute_force_alternatives(net: ActorCriticModule, obs: dict[str, torch.Tensor], action: torch.Tensor):
+    """Every action one component away from ``action`` (a new role taking its most likely duty), with
+    its logp drop, by scoring each one on its own."""
+
+    @torch.no_grad()
+    def logp(a: torch.Tensor) -> float:
+        logits = net._logits({Columns.OBS: obs}, given=a[:1])
+        return float(net.get_train_action_dist_cls().from_logits(logits).logp(a[None]))
+
+    out = {}
+    for c, n in enumerate(LENS):
+        for value in range(n):
+            if value == int(action[c]) or obs[MASK_KEY][0, sum(LENS[:c]) + value] < 0.5:
+                continue
+            if c == 1 and int(action[0]) == 0:
+                continue  # an idle agent's duty: no rows
+            alt = action.clone()
+            alt[c] = value
+            if c == 0:
+                alt[1] = duty_logits(net, obs, value)[0].argmax()
+            out[tuple(alt.tolist())] = logp(alt) - logp(action)
+    return out
+
+
+@pytest.mark.parametrize("role", [0, 2])
+def test_one_change_alternatives_are_the_policy_s_next_most_likely_actions(role: int) -> None:
+    """Each alternative moves one component (a new role re-picks its duty as the greedy decode
+    does), to one of that component's most likely other allowed values, and carries exactly its
+    logp drop; most likely first; masked values never appear; an idle agent's duty has none."""
+    net = randomised(module())
+    mask = torch.ones(1, sum(LENS))
+    mask[:, LENS[0] + 2] = 0.0  # duty 2 out
+    obs = observation(torch.randn(1, ROLES, DUTIES, WIDTH), mask)
+    action = torch.tensor([role, 0 if role == 0 else 1, 1])
+    truth = brute_force_alternatives(net, obs, action)
+    with torch.no_grad():
+        ranked = net.one_change_alternatives({Columns.OBS: obs}, action, per_component=2)
+    drops = [d for d, _ in ranked]
+    assert drops == sorted(drops, reverse=True)
+    for drop, alt in ranked:
+        key = tuple(alt.tolist())
+        assert key in truth, key
+        assert drop == pytest.approx(truth[key], abs=1e-4)
+    assert all(int(alt[1]) != 2 for _, alt in ranked)
+    if role == 0:
+        assert all(int(alt[1]) == int(action[1]) for _, alt in ranked if int(alt[0]) == 0)
+    by_component: dict[int, list[float]] = {}
+    for key, drop in truth.items():
+        changed = 0 if key[0] != role else next(c for c in range(1, 3) if key[c] != int(action[c]))
+        by_component.setdefault(changed, []).append(drop)
+    expected = sum(min(2, len(v)) for v in by_component.values())
+    assert len(ranked) == expected
+    for c, values in by_component.items():  # the kept ones are each component's most likely
+        kept = [d for d, alt in ranked if (alt[0] != role) == (c == 0) and (c == 0 or alt[c] != action[c])]
+        assert sorted(kept, reverse=True) == pytest.approx(
+            sorted(values, reverse=True)[: len(kept)], abs=1e-4
+        )

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 
+import numpy as np
 import pytest
 from credit_helpers import load_benchmark, unload_benchmark
 
@@ -47,13 +48,24 @@ def test_summarise_names_a_missing_log(
     assert "nope.log" in capsys.readouterr().err and not (tmp_path / "out").exists()
 
 
-def logged(kind: str, seed: int, rates: list[float], level: int = 4, labelled: int | None = None) -> str:
+def logged(
+    kind: str,
+    seed: int,
+    rates: list[float],
+    level: int = 4,
+    labelled: int | None = None,
+    untried: list[float] | None = None,
+) -> str:
     tasks = 10
-    run = {
-        "success_at_k": {
+
+    def per_task(rates: list[float]) -> dict[str, list[float]]:
+        return {
             str(k): [1.0] * round(r * tasks) + [0.0] * (tasks - round(r * tasks))
             for k, r in enumerate(rates, 1)
-        },
+        }
+
+    run = {
+        "success_at_k": per_task(rates),
         "seconds_per_plan": 0.1,
         "training_executions": 100.0,
         "train_s": 5.0,
@@ -64,6 +76,8 @@ def logged(kind: str, seed: int, rates: list[float], level: int = 4, labelled: i
         run |= {"expert_labelled_tasks": 30 + seed}
     if labelled is not None:
         run |= {"expert_labelled_tasks": labelled}
+    if untried is not None:  # the same team when no round re-runs a plan
+        run |= {"untried_success_at_k": per_task(untried), "untried_seconds_per_plan": 0.2}
     return f"{'team-vs-search-run'} {json.dumps([level, kind, seed, run])}"
 
 
@@ -72,8 +86,9 @@ def test_the_report_is_rebuilt_from_logged_runs_with_the_solver_at_the_same_k(
 ) -> None:
     log = tmp_path / "runs.log"
     solver = logged("solver", 0, [0.1, 0.2, 0.3, 0.5, 0.6, 0.8])
-    teams = [logged("lemon", s, [0.5, 0.8, 0.9], labelled=0) for s in range(3)]
-    teams += [logged("ippo", s, [0.4, 0.4, 0.4], labelled=6) for s in range(3)]  # RL and cloning
+    teams = [logged("lemon", s, [0.5, 0.8, 0.9], labelled=0, untried=[0.5, 0.9, 1.0]) for s in range(3)]
+    teams += [logged("ippo", s, [0.4, 0.4, 0.4], labelled=6, untried=[0.4, 0.5, 0.6]) for s in range(2)]
+    teams += [logged("ippo", 2, [0.4, 0.4, 0.4], labelled=6)]  # logged before the untried play
     teams += [logged("bc_only", s, [0.3, 0.3, 0.3]) for s in range(3)]
     random_team = logged("random", 0, [0.0, 0.1, 0.1])
     log.write_text("\n".join(["noise", solver, random_team, *teams]) + "\n")
@@ -87,6 +102,10 @@ def test_the_report_is_rebuilt_from_logged_runs_with_the_solver_at_the_same_k(
         "seeds": 3,
     }
     assert level["lemon_above_solver_at_3_cis_apart"] is True
+    assert level["lemon_untried_success_at_k"]["3"]["iqm"] == pytest.approx(1.0)
+    assert level["lemon_untried_seconds_per_plan"] == pytest.approx(0.2)
+    assert level["lemon_untried_above_solver_at_3_cis_apart"] is True
+    assert "ippo_untried_success_at_k" not in level  # not every seed played it
     assert level["random_success_at_k"]["3"]["mean"] == pytest.approx(0.1)
     assert "random_success_at_k" not in report["levels"].get("3", {})
     # cloning continued pays a full search for each task it labels: 31 tasks a seed, 12 executions each
@@ -101,6 +120,26 @@ def test_cloning_continued_runs_as_long_as_its_seed_s_lemon_trained(bench: Modul
     known = {(4, "lemon", 0): {"train_s": 161.5}, (4, "lemon", 1): {"train_s": 90.0}, (3, "ippo", 0): {}}
     assert bench.clone_budget(4, 0, known) == 161.5 and bench.clone_budget(4, 1, known) == 90.0
     assert bench.clone_budget(3, 0, known) is None  # no lemon run of that level and seed yet
+
+
+def test_a_team_s_fresh_plans_are_those_it_has_not_run_in_the_episode(bench: ModuleType) -> None:
+    """``fresh``: a plan not run yet in this episode; an invalid one only in the first round."""
+    from orchestrl.algorithms.behaviour_cloning import expert_of
+
+    env = bench.heldout_env(1, False)
+    seen = []
+
+    def act(obs, fresh):
+        expert = expert_of(env)()
+        idle = {a: np.zeros_like(v) for a, v in expert.items()}  # no pipeline
+        seen.append((fresh(expert), fresh(idle)))
+        return expert
+
+    try:
+        bench.heldout_play(act, env, dataclasses.replace(bench.QUICK, heldout_tasks=2), agreement=False)
+    finally:
+        env.close()
+    assert seen == [(True, True), (False, False), (False, False)] * 2  # each task starts afresh
 
 
 @pytest.mark.parametrize(
@@ -129,6 +168,8 @@ def test_each_kind_runs_and_reports_success_after_every_round(bench: ModuleType,
     ippo = bench.run(tiny, 1, "ippo", 0, tmp_path)
     assert [len(ippo["success_at_k"][str(k)]) for k in (1, 2, 3)] == [2, 2, 2]
     assert ippo["success_at_k"]["1"] == ippo["last_round_success_at_k"]["1"]  # one round: no choice
+    assert ippo["untried_success_at_k"]["1"] == ippo["success_at_k"]["1"]  # round 1 is greedy in both
+    assert [len(ippo["untried_success_at_k"][str(k)]) for k in (1, 2, 3)] == [2, 2, 2]
     assert ippo["env_steps"] >= 6 and ippo["training_executions"] == ippo["env_steps"]
     assert 0.0 <= ippo["team_agrees_with_solver"] <= ippo["agent_agrees_with_solver"] <= 1.0
     assert ippo["expert_labelled_tasks"] == 0

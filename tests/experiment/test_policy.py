@@ -96,3 +96,40 @@ def test_a_checkpoint_of_another_env_shape_is_refused(make_run) -> None:
     wider = build_ppo_config(validate_config(data))
     with pytest.raises(PolicyError, match=r"module 'shared' was trained on observations Box\(.*\(12,\)"):
         TrainedPolicy.from_checkpoint(checkpoint, wider)
+
+
+def test_act_fresh_plays_the_team_s_next_most_likely_joint_action_when_the_greedy_one_ran(
+    matrix_policy: TrainedPolicy,
+) -> None:
+    import torch
+    from ray.rllib.core.columns import Columns
+
+    obs = matrix_policy.observations({"agent_0": [0.0], "agent_1": [1]})
+    greedy = matrix_policy.act(obs)
+    assert matrix_policy.act_fresh(obs, lambda joint: True) == greedy
+    assert matrix_policy.act_fresh(obs, lambda joint: False) == greedy  # nothing fresh: greedy
+    drops = {}  # (agent, action) -> log pi(action) - log pi(greedy action)
+    for agent, o in obs.items():
+        module = matrix_policy.module[matrix_policy.agents[agent]]
+        with torch.no_grad():
+            logits = module.forward_inference({Columns.OBS: torch.as_tensor(o[None])})
+        logp = torch.log_softmax(logits[Columns.ACTION_DIST_INPUTS][0], -1)
+        drops |= {(agent, a): float(logp[a] - logp[greedy[agent]]) for a in range(3) if a != greedy[agent]}
+    ranked = sorted(drops, key=lambda k: -drops[k])
+    tried = [dict(greedy)]
+    for agent, action in ranked[:2]:  # one agent's next guess at a time, most likely first
+        chosen = matrix_policy.act_fresh(obs, lambda joint: joint not in tried)
+        assert chosen == {**greedy, agent: action}
+        tried.append(chosen)
+
+
+def test_act_fresh_refuses_a_module_that_cannot_rank_alternatives() -> None:
+    ppo = build_ppo_config(validate_config(tiny("neuromas", "simple_spread")))
+    trainer = InProcessTrainer(ppo)
+    try:
+        policy = TrainedPolicy(module=trainer.learner.module, agents=dict(ppo.policy_mapping_fn.table))
+        (episode,) = trainer.runner.sample(num_episodes=1, explore=False)
+        with pytest.raises(PolicyError, match="cannot rank alternative actions"):
+            policy.act_fresh(episode.get_observations(0), lambda joint: False)
+    finally:
+        trainer.stop()

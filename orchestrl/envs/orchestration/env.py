@@ -619,6 +619,11 @@ class OrchestrationEnv(ParallelEnv):
                 continue
         return out
 
+    def plan_of(self, actions: Mapping[str, Any]) -> OrchestrationSpec | None:
+        """The spec ``actions`` would write on the current task, or None when they write no valid
+        one; nothing runs (what a team that never re-runs a plan compares with the plans it ran)."""
+        return self._spec_from(actions)[0]
+
     def _spec_from(self, actions: Mapping[str, Any]) -> tuple[OrchestrationSpec | None, list[str]]:
         try:
             data = self.layout.decode(self.task, actions)

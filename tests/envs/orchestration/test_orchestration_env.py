@@ -128,6 +128,18 @@ def test_last_spec_its_yaml_and_its_source_are_kept() -> None:
     assert "def node_0(" in env.last_source and "__main__" in env.last_source
 
 
+def test_plan_of_is_the_spec_a_round_would_run_and_runs_nothing() -> None:
+    env = OrchestrationEnv(level=2, rounds=2)
+    env.reset(seed=8)
+    expert = env.expert_actions()
+    assert env.plan_of(expert) == env.solution().spec
+    assert env.last_spec is None  # nothing ran
+    env.step(expert)
+    assert env.plan_of(expert) == env.last_spec
+    idle = {a: np.zeros_like(v) for a, v in expert.items()}  # every agent idle: no pipeline
+    assert env.plan_of(idle) is None
+
+
 def test_feedback_reaches_each_agent_after_a_round() -> None:
     env = OrchestrationEnv(level=2, rounds=2)
     obs, _ = env.reset(seed=4)
