@@ -25,7 +25,10 @@ executions, :func:`~orchestrl.envs.orchestration.solver.answer_at`) runs ``k`` p
   ``expert_executions_per_task`` times its episodes, the same for every kind) and
   ``seconds_per_plan`` (one 3-round episode, inference and executions), and how often the greedy
   first-round action equals the solver's (``agent_agrees_with_solver``, per agent, the figure the
-  env's linear probe reports; ``team_agrees_with_solver``, every agent at once);
+  env's linear probe reports; ``team_agrees_with_solver``, every agent at once); and the same team
+  when no round re-runs a plan (``untried_success_at_k``, ``untried_seconds_per_plan``): a round
+  whose greedy plan already ran plays the team's next most likely plan instead, as a search tries
+  its next candidate (``TrainedPolicy.act_fresh``);
 - ``bc_only``: the same warm start, then cloning continued (more episodes on new training tasks,
   played by the team when the warm start ran DAgger and labelled by the solver, an epoch on
   everything gathered after each few) for as long as that seed's ``lemon`` run trained: the
