@@ -1392,7 +1392,7 @@ def orchestration_env_section(d: dict[str, Any]) -> list[str]:
     ]
 
 
-UNTRIED = "no plan run twice (a round whose greedy plan already ran plays the team's next most likely plan)"
+UNTRIED = "no plan run twice"
 
 
 def team_vs_search_section(d: dict[str, Any], round_reward: str = "answer") -> list[str]:
@@ -1525,7 +1525,15 @@ def team_vs_search_section(d: dict[str, Any], round_reward: str = "answer") -> l
         )
         + "Training executions are env rounds plus lemon's replays; the executions of the search whose "
         "answers are cloned (the warm start's, and cloning continued's) come on top, about the "
-        "search's executions per task for every episode cloned.",
+        "search's executions per task for every episode cloned."
+        + (
+            ' Rows marked "no plan run twice" are the same trained teams played so that no round '
+            "re-runs a plan an earlier round ran: such a round plays the team's next most likely joint "
+            "action instead (one agent's one choice changed, ranked by the policy's own probabilities; "
+            "`TrainedPolicy.act_fresh`), as a search tries its next candidate."
+            if any(k.endswith("_untried_success_at_k") for v in d["levels"].values() for k in v)
+            else ""
+        ),
         "",
         *out,
     ]
