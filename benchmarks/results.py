@@ -1724,6 +1724,18 @@ SAVED = (
         team_vs_search_section,
     ),
     Saved(
+        "untried/team_vs_search.json",
+        "LEMON team against search: the same teams when no plan runs twice (pilot, level 4, 3 seeds)",
+        "python benchmarks/team_vs_search.py --levels 4 --seeds 3"
+        " --log benchmarks/logs/team_vs_search_untried.log"
+        "   # beside credit.py's level-4 runs for its first hour, then beside make test\n"
+        "python benchmarks/team_vs_search.py --summarise benchmarks/logs/team_vs_search_untried.log"
+        " --out benchmarks/results/untried",
+        "python benchmarks/team_vs_search.py"
+        " --log benchmarks/logs/team_vs_search_untried.log  # levels 3-5, 5 seeds",
+        team_vs_search_section,
+    ),
+    Saved(
         "l4_36its/team_vs_search.json",
         "LEMON team against search: three times the PPO iterations (pilot, level 4, 2 seeds)",
         "python benchmarks/team_vs_search.py --levels 4 --seeds 2 --kinds lemon bc_only --iterations 36"
