@@ -27,6 +27,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 import torch
+import tree
 from ray.rllib.core.columns import Columns
 from ray.rllib.core.distribution.torch.torch_distribution import TorchCategorical, TorchMultiCategorical
 from ray.rllib.core.rl_module.apis import InferenceOnlyAPI, ValueFunctionAPI
@@ -101,10 +102,7 @@ def _inputs(batch: dict[str, Any]) -> tuple[torch.Tensor, torch.Tensor | None]:
 
 def _repeat(batch: dict[str, Any], n: int) -> dict[str, Any]:
     """A batch of one observation repeated ``n`` times."""
-    obs = batch[Columns.OBS]
-    if isinstance(obs, dict):
-        return {Columns.OBS: {k: v.expand(n, *v.shape[1:]) for k, v in obs.items()}}
-    return {Columns.OBS: obs.expand(n, *obs.shape[1:])}
+    return {Columns.OBS: tree.map_structure(lambda v: v.expand(n, *v.shape[1:]), batch[Columns.OBS])}
 
 
 class ActorCriticModule(TorchRLModule, ValueFunctionAPI, InferenceOnlyAPI):
@@ -281,19 +279,15 @@ class ActorCriticModule(TorchRLModule, ValueFunctionAPI, InferenceOnlyAPI):
                 candidates.append(alternative)
         if not candidates:
             return []
-        if rows:  # a new given value re-decides the component scored under it
-            moved = [i for i, a in enumerate(candidates) if a[rows.given] != action[rows.given]]
-            if moved:
-                new = torch.stack([candidates[i] for i in moved])
-                picked = self._logits(_repeat(batch, len(moved)), given=new[:, rows.given])
-                at = bounds[rows.component]
-                for i, value in zip(moved, picked[:, at : at + lens[rows.component]].argmax(-1), strict=True):
-                    candidates[i][rows.component] = value
         actions = torch.stack([action, *candidates])
         logits = self._logits(_repeat(batch, len(actions)), given=actions[:, rows.given] if rows else None)
+        if rows:  # a new given value re-decides the component scored under it (each row's logits are)
+            moved = actions[:, rows.given] != action[rows.given]
+            at = bounds[rows.component]
+            actions[moved, rows.component] = logits[moved, at : at + lens[rows.component]].argmax(-1)
         logp = self._dist_cls().from_logits(logits).logp(actions.reshape(len(actions), *shape))
         drops = (logp[1:] - logp[0]).tolist()
-        ranked = sorted(zip(drops, candidates, strict=True), key=lambda pair: -pair[0])
+        ranked = sorted(zip(drops, actions[1:], strict=True), key=lambda pair: -pair[0])
         return [(drop, alternative.reshape(shape)) for drop, alternative in ranked]
 
     def _actor(self, x: torch.Tensor) -> torch.Tensor:

@@ -45,7 +45,7 @@ from ray.rllib.evaluation.postprocessing import discount_cumsum
 from ray.rllib.utils.spaces import space_utils
 
 from orchestrl.algorithms.context import WarmStartSection
-from orchestrl.algorithms.modules import chosen_actions
+from orchestrl.algorithms.modules import chosen_actions, observation_batch
 from orchestrl.algorithms.warm_start_store import WarmStartStore
 from orchestrl.algorithms.weight_sync import sync_learner_weights
 from orchestrl.envs.spaces import MASK_KEY
@@ -197,9 +197,8 @@ class SampledActions:
         joint = {}
         for agent, o in obs.items():
             module = self.modules[self.agent_to_module(agent)]
-            batch = {Columns.OBS: tree.map_structure(lambda x: torch.as_tensor(np.asarray(x)[None]), o)}
             with torch.no_grad():
-                out = module.forward_exploration(batch)
+                out = module.forward_exploration(observation_batch(o))
             joint[agent] = chosen_actions(module, out, explore=True)[0].numpy()
         return joint
 

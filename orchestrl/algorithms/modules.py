@@ -41,6 +41,16 @@ def group_agents(env: EnvInfo, share_policy: bool) -> dict[str, list[str]]:
     return {members[0]: members for members in groups.values()}
 
 
+def observation_batch(observation: Any) -> dict[str, Any]:
+    """One agent's observation (nested numpy or lists) as a module's input batch of one."""
+    import numpy as np
+    import torch
+    import tree
+    from ray.rllib.core.columns import Columns
+
+    return {Columns.OBS: tree.map_structure(lambda x: torch.as_tensor(np.asarray(x)[None]), observation)}
+
+
 def chosen_actions(module: Any, out: dict[str, Any], explore: bool) -> Any:
     """The actions of a module's forward pass ``out``: the ones it chose itself (an actor that
     samples autoregressively returns them), else a sample of its action distribution, the

@@ -224,7 +224,8 @@ class TrainedPolicy:
         failed round it tries its own next most likely plan, as a search tries its next candidate.
         Raises :class:`PolicyError` for modules that cannot rank alternatives (the NeuroMAS graph)."""
         import torch
-        from ray.rllib.core.columns import Columns
+
+        from orchestrl.algorithms.modules import observation_batch
 
         greedy = self.act(observations)
         if fresh(greedy):
@@ -236,9 +237,8 @@ class TrainedPolicy:
                 ranks = getattr(module.unwrapped(), "one_change_alternatives", None)
                 if ranks is None:
                     raise PolicyError(f"module {self.agents[agent]!r} cannot rank alternative actions")
-                batch = {Columns.OBS: _one(observations[agent])}
                 action = torch.as_tensor(np.asarray(greedy[agent]))
-                for drop, alternative in ranks(batch, action, per_component):
+                for drop, alternative in ranks(observation_batch(observations[agent]), action, per_component):
                     ranked.append((drop, agent, to_env_action(alternative.numpy(), module.action_space)))
         for _, agent, alternative in sorted(ranked, key=lambda t: -t[0]):
             joint = {**greedy, agent: alternative}
@@ -284,14 +284,6 @@ def from_json(value: Any, space: gym.Space, field: str) -> Any:
     if not space.contains(arr if arr.shape else arr.item()):
         raise ObservationError(field, f"outside {space}")
     return arr
-
-
-def _one(observation: Any) -> Any:
-    """One agent's observation as a batch of one (tensors)."""
-    import torch
-    import tree
-
-    return tree.map_structure(lambda x: torch.as_tensor(np.asarray(x)[None]), observation)
 
 
 def to_env_action(action: Any, space: gym.Space) -> Any:
