@@ -168,8 +168,8 @@ FULL_LEVELS = (4, 5)
 to ``orchestration_l4``)."""
 FULL_LEVEL_5_ALGORITHMS = ("ippo", "mappo", "lemon", "lemon_gae")
 """Level 5 of the full run compares lemon with the independent learners, MAPPO's central critic and
-itself without replay; the COMAs run at level 4 (and at level 5 by ``--algos``): at level 5 a run
-costs more, and coma's clone of its own most of all."""
+itself without replay; the COMAs run at level 4 (and at level 5 by ``--algos``), where a run costs
+less."""
 TASK_POOL = 1000
 """Orchestration runs train on the train split's first 1,000 tasks (generated tables and node
 outputs stay cached: several times faster sampling); evaluation stays on held-out tasks."""

@@ -244,7 +244,8 @@ CREDIT = (
             "What the full run (`python benchmarks/credit.py`: five seeds; six algorithms at level 4, "
             "ippo, mappo, lemon and lemon_gae at level 5; two runs at a time) costs, from the parts "
             "these two pilots measured: each level's task store about 5 minutes; at level 4 a seed's "
-            "clone 400–480 s (coma, whose module class is in the clone's key, clones for itself) and "
+            "clone 400–480 s (coma, whose module class was then in the clone's key, cloned for itself; "
+            "it now loads the seed's clone, `warm_start_store.actor_code`) and "
             "each run after it about 300 s; at level 5 a clone about 25 minutes and runs of 300 s "
             "(ippo), 455 s (lemon_gae) and 510 s (lemon). In all about 4 hours, an estimate from "
             "those parts, not a measured run.",

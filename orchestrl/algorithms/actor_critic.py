@@ -22,7 +22,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import gymnasium as gym
 import numpy as np
@@ -114,6 +114,27 @@ class ActorCriticModule(TorchRLModule, ValueFunctionAPI, InferenceOnlyAPI):
     per choice of a one-component action; the actor scores each row, with the part before the
     rows, by one shared MLP), ``option_rows`` (a mapping of :class:`OptionRows`' fields, or None).
     """
+
+    actor_methods: ClassVar[tuple[str, ...]] = (
+        "_actor",
+        "_logits",
+        "_option_parts",
+        "_pick",
+        "_act",
+        "one_change_alternatives",
+        "_forward",
+        "_forward_inference",
+        "_forward_exploration",
+        "_forward_train",
+        "_dist_cls",
+        "get_inference_action_dist_cls",
+        "get_exploration_action_dist_cls",
+        "get_train_action_dist_cls",
+    )
+    """The methods that turn an observation and the actor's weights into logits and actions. A
+    subclass that overrides none of them (COMA's module, which only adds its critic) acts as this
+    class does, so the warm start's stored clone of one serves the other
+    (:func:`orchestrl.algorithms.warm_start_store.actor_code`)."""
 
     def setup(self) -> None:
         cfg = self.model_config

@@ -9,9 +9,10 @@ stores its actors' weights and the losses it reported under the run dir's cache
 
 A clone is stored under a digest of everything it depends on (:meth:`WarmStartStore.key`): the
 warm-start settings, the env's config, the seed, which module serves which agent, each module's
-class and its actor's layers and parameter shapes (the critic's do not matter: algorithms with
-other critics share a clone), and orchestrl's source with the torch and numpy
-versions, so changed code clones again instead of loading a stale clone. A run cloning holds a
+actor: the classes whose code computes its actions (:func:`actor_code`), its layers and parameter
+shapes (the critic's do not matter: algorithms with other critics, COMA's Q critic among them,
+share a clone), and orchestrl's source with the torch and numpy versions, so changed code clones
+again instead of loading a stale clone. A run cloning holds a
 lock on its key: a run wanting the same clone meanwhile waits for it, then loads it. A file that
 cannot be read is cloned again; files are read with ``torch.load(weights_only=True)``.
 """
@@ -32,6 +33,20 @@ from orchestrl.files import source_digest, write_atomically
 
 PACKAGE = Path(__file__).resolve().parents[1]
 """The orchestrl package, whose source a stored clone depends on (the env's expert, the actor)."""
+
+
+def actor_code(module_class: type) -> list[str]:
+    """The classes whose code decides what an actor of ``module_class`` computes: those in its MRO
+    that define one of its ``actor_methods`` (a module without that list: the class itself). Two
+    classes with the same list act alike, given the same actor weights."""
+    methods = getattr(module_class, "actor_methods", None)
+    if methods is None:
+        return [_name(module_class)]
+    return [_name(c) for c in module_class.__mro__ if any(m in vars(c) for m in methods)]
+
+
+def _name(cls: type) -> str:
+    return f"{cls.__module__}.{cls.__qualname__}"
 
 
 class WarmStartStore:
@@ -58,7 +73,7 @@ class WarmStartStore:
             "served": dict(served),
             "modules": {
                 mid: {
-                    "class": f"{type(m).__module__}.{type(m).__qualname__}",
+                    "code": actor_code(type(m)),
                     "actor": repr(m.actor),  # its layers, sizes and activations (not the critic's)
                     "shapes": [(n, list(p.shape)) for n, p in m.actor.named_parameters()],
                 }

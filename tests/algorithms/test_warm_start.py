@@ -13,7 +13,11 @@ import torch
 from credit_helpers import expert_agreement, tiny, trainer
 
 from orchestrl.algorithms import behaviour_cloning
+from orchestrl.algorithms.actor_critic import ActorCriticModule
 from orchestrl.algorithms.behaviour_cloning import SampledActions, expert_demonstrations, random_valid_action
+from orchestrl.algorithms.coma.module import ComaModule
+from orchestrl.algorithms.neuromas.module import NeuromasModule
+from orchestrl.algorithms.warm_start_store import actor_code
 from orchestrl.envs.orchestration.planning.env import CANDIDATE_FEATURES, CONTEXT
 from orchestrl.envs.rllib_env import env_config
 from orchestrl.envs.spaces import MASK_KEY, OBS_KEY
@@ -77,8 +81,22 @@ def test_a_reused_warm_start_is_cloned_once_for_the_algorithms_that_share_it(
     ippo, ippo_report = reused_warm_start("ippo", tmp_path)  # another critic, the same actor and clone
     assert not played and ippo_report == lemon_report
     assert all(torch.equal(ippo[name], lemon[name]) for name in lemon)
+    coma, coma_report = reused_warm_start("coma", tmp_path)  # another module class, the same actor code
+    assert not played and coma_report == lemon_report
+    assert all(torch.equal(coma[name], lemon[name]) for name in lemon)
     reused_warm_start("ippo", tmp_path, epochs=3)  # another warm start: cloned, and kept beside it
     assert played and len(list(store.glob("*.pt"))) == 2
+
+
+class _OwnLogits(ComaModule):
+    def _logits(self, batch: dict[str, Any], given: torch.Tensor | None = None) -> torch.Tensor:
+        return super()._logits(batch, given) * 2.0
+
+
+def test_a_module_class_shares_a_clone_only_while_its_actor_code_is_its_base_s() -> None:
+    assert actor_code(ComaModule) == actor_code(ActorCriticModule)  # COMA adds a critic only
+    assert actor_code(_OwnLogits) != actor_code(ActorCriticModule)  # it acts otherwise: its own clone
+    assert actor_code(NeuromasModule) == [f"{NeuromasModule.__module__}.NeuromasModule"]
 
 
 def test_an_unreadable_stored_clone_is_cloned_again(tmp_path: Path) -> None:
