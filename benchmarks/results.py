@@ -1749,6 +1749,19 @@ SAVED = (
         team_vs_search_section,
     ),
     Saved(
+        "l4_36its_untried/team_vs_search.json",
+        "LEMON team against search: three times the PPO iterations, and no plan run twice"
+        " (pilot, level 4, 3 seeds)",
+        "python benchmarks/team_vs_search.py --levels 4 --seeds 3 --iterations 36"
+        " --kinds solver random lemon bc_only --log benchmarks/logs/team_vs_search_l4_36its_untried.log"
+        "   # make test shared the 2 cores with lemon's seeds 0-1 and cloning continued's seed 1\n"
+        "python benchmarks/team_vs_search.py --summarise benchmarks/logs/team_vs_search_l4_36its_untried.log"
+        " --out benchmarks/results/l4_36its_untried",
+        "python benchmarks/team_vs_search.py --iterations 36"
+        " --log benchmarks/logs/team_vs_search_l4_36its_untried.log  # levels 3-5, 5 seeds",
+        team_vs_search_section,
+    ),
+    Saved(
         "spec_reward/team_vs_search.json",
         "LEMON team against search at equal executions, rewarded by the last spec (before)",
         "python benchmarks/team_vs_search.py --round-reward spec --levels 3 4 --seeds 3"
