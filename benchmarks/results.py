@@ -194,7 +194,7 @@ CREDIT = (
     ),
     CreditSection(
         "Level 4 in the team-against-search setting "
-        "(pilot: ippo and mappo 5 seeds, coma 3, lemon and its variants 2)",
+        "(pilot: ippo, mappo and coma 5 seeds, lemon and its variants 2)",
         "orchestration_k3_l4",
         ("credit_v3_k3_l4_pilot.log",),
         (
@@ -206,6 +206,9 @@ CREDIT = (
             " lemon lemon_gae lemon_two_replays --seeds 5 --jobs 2"
             " --log benchmarks/logs/credit_v3_k3_l4_pilot.log"
             "   # stopped after coma's seed 2, beside team_vs_search.py throughout",
+            "PYTHONHASHSEED=0 python benchmarks/credit.py --envs orchestration_k3_l4 --algos coma --seeds 5"
+            " --jobs 1 --log benchmarks/logs/credit_v3_k3_l4_pilot.log"
+            "   # coma's seeds 3-4, beside team_vs_search.py, then make test",
         ),
         (
             "The full run's setting: `team_vs_search.py`'s env (3 rounds, each rewarded by how much it "
@@ -213,15 +216,17 @@ CREDIT = (
             "DAgger), every algorithm of a seed from one stored clone. That start solves 0.53, 0.43, "
             "0.33, 0.23 and 0.53 of the held-out tasks on seeds 0-4, where the saved logs' start solved "
             "none. At 2,880 env steps no algorithm moves far from it, and no CI is apart from another. "
-            "coma's IQM over seeds 0-2 ends below ippo's (0.47, 0.37, 0.30 against ippo's 0.43, 0.40, "
-            "0.40 on the same clones): the COMA goal is not met here. lemon and its variants have seeds 0-1 "
-            "only, so the algorithms' seeds differ and the step-0 IQMs with them.",
+            "coma's IQM over seeds 0-4 ends below ippo's (0.47, 0.37, 0.30, 0.40, 0.30 against ippo's "
+            "0.43, 0.40, 0.40, 0.33, 0.53, from the same clones): the COMA goal is not met here. lemon and "
+            "its variants have seeds 0-1 only, so the algorithms' seeds differ and the step-0 IQMs with "
+            "them.",
             "lemon_two_replays is lemon replaying two agents' edits per episode (`replay_agents: 2`, "
             "chosen by how much each agent's deltas have varied) instead of all eight: a quarter of "
             "lemon's extra executions for the same final figure here.",
             "Each run trained in a fresh process with `PYTHONHASHSEED=0`, two at a time (the two seeds "
             "of one algorithm together), its tasks read from one task store. The first run of each "
-            "seed (ippo; coma, whose module class differs, clones for itself; mappo in the second "
+            "seed (ippo; coma, whose module class was then in the clone's key, cloned for itself, the "
+            "same clone as ippo's to the held-out figure at step 0; mappo in the second "
             "invocation, after a code change) includes the clone in its wall time, about 400–480 s; "
             "the others load it in 2–3 s. Seeds 2-4 trained beside another benchmark's two runs, four "
             "processes on the 2 cores: their wall times are not comparable with seeds 0-1's, and the "
