@@ -93,7 +93,7 @@ class _OwnLogits(ComaModule):
         return super()._logits(batch, given) * 2.0
 
 
-def test_a_module_class_shares_a_clone_only_while_its_actor_code_is_its_base_s() -> None:
+def test_only_a_subclass_that_acts_as_its_base_shares_its_clone() -> None:
     assert actor_code(ComaModule) == actor_code(ActorCriticModule)  # COMA adds a critic only
     assert actor_code(_OwnLogits) != actor_code(ActorCriticModule)  # it acts otherwise: its own clone
     assert actor_code(NeuromasModule) == [f"{NeuromasModule.__module__}.NeuromasModule"]
