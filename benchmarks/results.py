@@ -1759,7 +1759,7 @@ SAVED = (
         " (pilot, level 4, 3 seeds)",
         "python benchmarks/team_vs_search.py --levels 4 --seeds 3 --iterations 36"
         " --kinds solver random lemon bc_only --log benchmarks/logs/team_vs_search_l4_36its_untried.log"
-        "   # make test shared the 2 cores with lemon's seeds 0-1 and cloning continued's seed 1\n"
+        "   # make test shared the 2 cores with lemon's seeds 0-2 and cloning continued's seed 1\n"
         "python benchmarks/team_vs_search.py --summarise benchmarks/logs/team_vs_search_l4_36its_untried.log"
         " --out benchmarks/results/l4_36its_untried",
         "python benchmarks/team_vs_search.py --iterations 36"
