@@ -41,14 +41,15 @@ def group_agents(env: EnvInfo, share_policy: bool) -> dict[str, list[str]]:
     return {members[0]: members for members in groups.values()}
 
 
-def observation_batch(observation: Any) -> dict[str, Any]:
-    """One agent's observation (nested numpy or lists) as a module's input batch of one."""
+def observation_batch(*observations: Any) -> dict[str, Any]:
+    """Agents' observations (nested numpy or lists, each of one structure) as a module's input
+    batch, one row per observation in the order given."""
     import numpy as np
     import torch
     import tree
     from ray.rllib.core.columns import Columns
 
-    return {Columns.OBS: tree.map_structure(lambda x: torch.as_tensor(np.asarray(x)[None]), observation)}
+    return {Columns.OBS: tree.map_structure(lambda *xs: torch.as_tensor(np.stack(xs)), *observations)}
 
 
 def chosen_actions(module: Any, out: dict[str, Any], explore: bool) -> Any:

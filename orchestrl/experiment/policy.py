@@ -187,10 +187,9 @@ class TrainedPolicy:
         """Greedy actions of the agents in ``observations`` (checked by :meth:`observations`)."""
         import torch
         import tree
-        from ray.rllib.core.columns import Columns
         from ray.rllib.utils.spaces.space_utils import clip_action, unsquash_action
 
-        from orchestrl.algorithms.modules import chosen_actions
+        from orchestrl.algorithms.modules import chosen_actions, observation_batch
 
         by_module: dict[str, list[str]] = {}
         for agent in observations:
@@ -199,10 +198,7 @@ class TrainedPolicy:
         with torch.no_grad():
             for mid, agents in by_module.items():
                 module = self.module[mid]
-                batch = tree.map_structure(
-                    lambda *xs: torch.as_tensor(np.stack(xs)), *[observations[a] for a in agents]
-                )
-                out = module.forward_inference({Columns.OBS: batch})
+                out = module.forward_inference(observation_batch(*[observations[a] for a in agents]))
                 chosen = tree.map_structure(lambda t: t.numpy(), chosen_actions(module, out, explore=False))
                 space = module.action_space
                 for i, agent in enumerate(agents):
