@@ -1755,11 +1755,14 @@ SAVED = (
     ),
     Saved(
         "l4_36its_untried/team_vs_search.json",
-        "LEMON team against search: three times the PPO iterations, and no plan run twice"
-        " (pilot, level 4, 3 seeds)",
+        "LEMON team against search: three times the PPO iterations, and no plan run twice (level 4, 5 seeds)",
         "python benchmarks/team_vs_search.py --levels 4 --seeds 3 --iterations 36"
         " --kinds solver random lemon bc_only --log benchmarks/logs/team_vs_search_l4_36its_untried.log"
         "   # make test shared the 2 cores with lemon's seeds 0-2 and cloning continued's seed 1\n"
+        "python benchmarks/team_vs_search.py --levels 4 --seeds 5 --iterations 36"
+        " --kinds lemon bc_only --log benchmarks/logs/team_vs_search_l4_36its_untried.log"
+        "   # seeds 3-4; a probe script shared the cores with lemon's seeds 3-4"
+        " and cloning continued's seed 3 for its first 5 minutes\n"
         "python benchmarks/team_vs_search.py --summarise benchmarks/logs/team_vs_search_l4_36its_untried.log"
         " --out benchmarks/results/l4_36its_untried",
         "python benchmarks/team_vs_search.py --iterations 36"
