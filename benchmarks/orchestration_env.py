@@ -27,8 +27,11 @@ Per level, on held-out tasks:
   ``constant_baseline_accuracy`` (the most frequent training action, per component, then jointly)
   for scale. An observation that copies the answer would score 1.0 here; a figure well below
   1.0 means the action must be inferred from the public inputs, not read off. The observation
-  carries nothing of the solver's conclusions (no prior, candidates in canonical order), so what
-  the probe reads is the candidates' own agreement with the example rows.
+  carries nothing of the solver's conclusions (no prior, candidates in canonical order);
+- ``linear_probe_without``: the same probe refit with parts of the observation removed
+  (:func:`probe_ablations`): the candidates' agreement with the example rows, their name matches
+  with the target, the rest of their numbers, all of them, the whole candidate block, and
+  everything but the agent's slot: what the probe reads, measured rather than presumed.
 
 Run::
 
@@ -70,6 +73,35 @@ AT_K = (1, 2, 3, 5, 10, 50)
 PLAN_SPACE_CAP = 100_000
 """Plans counted per task at most (``plan_space_size``)."""
 QUICK = {"train_tasks": 60, "heldout_tasks": 12, "random_teams": 10, "plan_limit": 40}
+EXAMPLE_AGREEMENT = ("evidence", "checkable", "agree", "surprise")
+"""The candidate numbers that check a candidate against the example rows."""
+NAMES = (
+    "reads_in_target",
+    "writes_target_column",
+    "writes_aggregated_column",
+    "yields_target_columns",
+    "unknown_columns",
+)
+"""The candidate numbers that match the columns a candidate reads and writes to the target's names."""
+
+
+def probe_ablations(builder: Any) -> dict[str, list[int]]:
+    """The observation columns each ablation of ``linear_probe_without`` removes: the candidates'
+    agreement with the examples, their name matches, the rest of their numbers (the data's
+    profile), all their numbers, the whole candidate block, and everything but the agent's slot."""
+    from orchestrl.envs.orchestration.analysis import CANDIDATE_NUMBERS
+
+    data = tuple(n for n in CANDIDATE_NUMBERS if n not in EXAMPLE_AGREEMENT + NAMES)
+    offsets = builder.offsets()
+    slot = offsets["slot"]
+    return {
+        "example_agreement": builder.candidate_number_columns(EXAMPLE_AGREEMENT),
+        "names": builder.candidate_number_columns(NAMES),
+        "data_profile": builder.candidate_number_columns(data),
+        "candidate_numbers": builder.candidate_number_columns(CANDIDATE_NUMBERS),
+        "candidates": list(range(offsets["candidates"].start, offsets["candidates"].stop)),
+        "all_but_slot": [i for i in range(builder.size) if not slot.start <= i < slot.stop],
+    }
 
 
 def level_figures(
@@ -119,6 +151,7 @@ def level_figures(
                 lucky.append(0.0)
         plans.append(len(successful_plans(task, limit=plan_limit)))
         space.append(sum(1 for _ in itertools.islice(plan_space(task), PLAN_SPACE_CAP)))
+    ablations = probe_ablations(heldout.builder)
     heldout.close()
     train = OrchestrationEnv(level=level, rounds=1, split="train")
     train_x, train_y = [], []
@@ -130,7 +163,9 @@ def level_figures(
             train_y.append(actions[agent])
     train.close()
     close_shared_pool()
-    probe = linear_probe(np.array(train_x), np.array(train_y), np.array(test_x), np.array(test_y))
+    probe = linear_probe(
+        np.array(train_x), np.array(train_y), np.array(test_x), np.array(test_y), without=ablations
+    )
     return {
         "random_team_success": float(np.mean(lucky)),
         "solver_success": float(np.mean(solved)),

@@ -3,6 +3,8 @@ should take, beside the best constant (shared by the LEMON env benchmarks)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+
 import numpy as np
 
 
@@ -26,13 +28,32 @@ def fit_probe(train_x: np.ndarray, train_y: np.ndarray, test_x: np.ndarray) -> t
     return np.stack(predicted, 1), np.stack(constant, 1)
 
 
-def linear_probe(train_x: np.ndarray, train_y: np.ndarray, test_x: np.ndarray, test_y: np.ndarray) -> dict:
+def linear_probe(
+    train_x: np.ndarray,
+    train_y: np.ndarray,
+    test_x: np.ndarray,
+    test_y: np.ndarray,
+    without: Mapping[str, Sequence[int]] | None = None,
+) -> dict:
     """:func:`fit_probe`'s joint and per-component accuracy on the held-out agents, next to the most
-    frequent training action's."""
+    frequent training action's; with ``without`` (a name -> observation columns), also the joint
+    accuracy of a probe fit with those columns removed (``linear_probe_without``): how much of what
+    it reads they hold."""
     predicted, constant = fit_probe(train_x, train_y, test_x)
     hits = predicted == test_y
-    return {
+    out = {
         "linear_probe_accuracy": float(hits.all(1).mean()),
         "linear_probe_component_accuracy": [float(v) for v in hits.mean(0)],
         "constant_baseline_accuracy": float((constant == test_y).all(1).mean()),
     }
+    if without:
+        out["linear_probe_without"] = {
+            name: joint_accuracy(np.delete(train_x, cols, 1), train_y, np.delete(test_x, cols, 1), test_y)
+            for name, cols in without.items()
+        }
+    return out
+
+
+def joint_accuracy(train_x: np.ndarray, train_y: np.ndarray, test_x: np.ndarray, test_y: np.ndarray) -> float:
+    """The share of test rows whose every action component a probe fit on the training rows gets right."""
+    return float((fit_probe(train_x, train_y, test_x)[0] == test_y).all(1).mean())

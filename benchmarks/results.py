@@ -1396,13 +1396,46 @@ def orchestration_env_section(d: dict[str, Any]) -> list[str]:
         "agent (all components right); the constant baseline is the most frequent training action. "
         "The observation holds public inputs only, with nothing of the solver's conclusions: no prior, "
         "no check of a candidate inside the plan the solver ranks first, every candidate list in "
-        "canonical order (`tests/envs/orchestration/test_orchestration_public_inputs.py`). What the "
-        "probe still reads is each candidate's agreement with the example rows: at the levels where "
-        "one plan fits the examples, that is the answer. The search's space is the solver's "
-        "enumeration (the skeleton filled with the proposed candidates, schema-pruned, plus stage "
-        "moves), counted per task up to 100,000.",
+        "canonical order (`tests/envs/orchestration/test_orchestration_public_inputs.py`). The "
+        "search's space is the solver's enumeration (the skeleton filled with the proposed candidates, "
+        "schema-pruned, plus stage moves), counted per task up to 100,000.",
         "",
+        *probe_ablation_lines(d["levels"]),
         load_note(d.get("loadavg_start"), d.get("loadavg_end")),
+    ]
+
+
+PROBE_ABLATIONS = {
+    "example_agreement": "without the candidates' agreement with the example rows",
+    "names": "without their name matches with the target",
+    "data_profile": "without the rest of their numbers (the data's profile)",
+    "candidate_numbers": "without all their numbers",
+    "candidates": "without the whole candidate block",
+    "all_but_slot": "the agent's slot alone",
+}
+
+
+def probe_ablation_lines(levels: dict[str, Any]) -> list[str]:
+    """What the linear probe reads: its accuracy refit without each part of the observation
+    (``linear_probe_without``), for the levels that measured it."""
+    rows = [
+        [
+            level,
+            f"{v['linear_probe_accuracy']:.3f}",
+            *(f"{v['linear_probe_without'][k]:.3f}" for k in PROBE_ABLATIONS),
+        ]
+        for level, v in levels.items()
+        if "linear_probe_without" in v
+    ]
+    if not rows:
+        return []
+    return [
+        "What the probe reads: the same probe refit with a part of the observation removed (the "
+        "agent's whole action right, held-out agents). A part whose removal leaves the accuracy "
+        "where it was is one the probe can do without: what it reads there, another part also holds.",
+        "",
+        *table(["level", "probe", *PROBE_ABLATIONS.values()], rows),
+        "",
     ]
 
 
@@ -1703,7 +1736,11 @@ SAVED = (
         " --out benchmarks/results/orchestration_env.json"
         "   # 2,000 probe tasks, 200 held-out tasks per level\n"
         "python benchmarks/orchestration_env.py --levels 5 --jobs 1 --update"
-        " --out benchmarks/results/orchestration_env.json",
+        " --out benchmarks/results/orchestration_env.json\n"
+        "python benchmarks/orchestration_env.py --levels 3 4 --update"
+        " --out benchmarks/results/orchestration_env.json"
+        "   # levels 3-4 again, with the probe's ablations; the load note is this run's"
+        " (levels 1, 2 and 5 ran beside other jobs)",
         "python benchmarks/orchestration_env.py --quick    # 60 probe tasks, 12 held-out tasks per level",
         orchestration_env_section,
     ),

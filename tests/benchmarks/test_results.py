@@ -44,3 +44,16 @@ def test_every_section_names_the_command_that_produced_its_data(results: ModuleT
     for section in sections:
         title = section.splitlines()[0]
         assert "python benchmarks/" in section, f"section {title!r} names no benchmark command"
+
+
+def test_the_probe_ablations_table_lists_only_the_levels_that_measured_them(results: ModuleType) -> None:
+    without = dict.fromkeys(results.PROBE_ABLATIONS, 0.25) | {"names": 0.5}
+    lines = results.probe_ablation_lines(
+        {
+            "3": {"linear_probe_accuracy": 0.75, "linear_probe_without": without},
+            "5": {"linear_probe_accuracy": 0.5},
+        }
+    )
+    rows = [line for line in lines if line.startswith("| 3") or line.startswith("| 5")]
+    assert rows == ["| 3 | 0.750 | 0.250 | 0.500 | 0.250 | 0.250 | 0.250 | 0.250 |"]
+    assert results.probe_ablation_lines({"5": {"linear_probe_accuracy": 0.5}}) == []

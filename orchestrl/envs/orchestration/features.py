@@ -131,6 +131,18 @@ class ObservationBuilder:
             start += n
         return out
 
+    def candidate_number_columns(self, numbers: Sequence[str]) -> list[int]:
+        """Where the named :data:`CANDIDATE_NUMBERS` stand in the observation: row by row of the
+        candidate block (each row ends with the numbers), each row's in :data:`CANDIDATE_NUMBERS`'s
+        order, whatever the order asked. What an ablation of the observation drops."""
+        unknown = sorted(set(numbers) - set(CANDIDATE_NUMBERS))
+        if unknown:
+            raise ValueError(f"unknown candidate numbers {unknown} (known: {CANDIDATE_NUMBERS})")
+        block, width = self.offsets()["candidates"], self.candidate_width
+        first = width - len(CANDIDATE_NUMBERS)
+        wanted = sorted(CANDIDATE_NUMBERS.index(n) for n in numbers)
+        return [row + first + i for row in range(block.start, block.stop, width) for i in wanted]
+
     # ------------------------------------------------------------------------------ task part
     def task_features(self, public: Any, candidates: Mapping[Role, Sequence[Any]]) -> np.ndarray:
         """The part shared by all agents, from the public inputs and their candidates only."""

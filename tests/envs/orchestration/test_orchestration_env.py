@@ -74,6 +74,38 @@ def test_option_rows_point_at_each_role_s_candidate_duties(level: int) -> None:
     assert written >= 1
 
 
+@pytest.mark.parametrize("level", [1, 4])
+def test_candidate_number_columns_hold_each_listed_candidate_s_numbers(level: int) -> None:
+    """``candidate_number_columns`` (what the probe's ablations drop) finds the named numbers of
+    every listed candidate of the agent's skeleton family (zeros for the other families' rows), in
+    the numbers' own order."""
+    from orchestrl.envs.orchestration.analysis import CANDIDATE_NUMBERS
+    from orchestrl.envs.orchestration.plans import family_of
+
+    env = OrchestrationEnv(level=level)
+    obs, _ = env.reset(seed=3)
+    view, k = env.task.public.view, env.layout.duties
+    names = ("agree", "evidence", "keep")
+    columns = env.builder.candidate_number_columns(names)
+    block = env.builder.offsets()["candidates"]
+    assert len(columns) == len(ROLES) * k * len(names) and all(block.start <= c < block.stop for c in columns)
+    wanted = sorted(CANDIDATE_NUMBERS.index(n) for n in names)
+    family = env.builder.skeleton[0]
+    got = obs["agent_0"][OBS_KEY][columns].reshape(len(ROLES), k, len(names))
+    checked = 0
+    for r, role in enumerate(ROLES):
+        for j, duty in enumerate(env.task.candidates[role][:k]):
+            numbers = view.numbers(role, duty, view.home(role, duty))[wanted]
+            expected = numbers if family_of(role) is family else np.zeros(len(names))
+            np.testing.assert_allclose(
+                got[r, j], np.clip(expected, -CLIP, CLIP), atol=1e-6, err_msg=str(duty)
+            )
+            checked += int(family_of(role) is family)
+    assert checked >= 2
+    with pytest.raises(ValueError, match="unknown candidate numbers"):
+        env.builder.candidate_number_columns(["agree", "prior"])
+
+
 def reference_actions(env: OrchestrationEnv) -> dict[str, np.ndarray]:
     """The actions that write the task's hidden reference (tests only: agents never see it)."""
     return spec_actions(env.task.reference, env.task, env.layout)
