@@ -37,8 +37,8 @@ def linear_probe(
 ) -> dict:
     """:func:`fit_probe`'s joint and per-component accuracy on the held-out agents, next to the most
     frequent training action's; with ``without`` (a name -> observation columns), also the joint
-    accuracy of a probe fit with those columns removed (``linear_probe_without``): how much of what
-    it reads they hold."""
+    accuracy of a probe fit with those columns removed (``linear_probe_without``): what it loses
+    without them (what another part of the observation also holds is not lost)."""
     predicted, constant = fit_probe(train_x, train_y, test_x)
     hits = predicted == test_y
     out = {
