@@ -43,6 +43,8 @@ The warm start (``--warm-episodes`` expert episodes cloned, then ``--dagger-roun
 the same tasks) and the actor (``model.option_rows``: each candidate duty scored given the role) are
 the same for every kind: one clone per level and seed, kept under ``--out``'s cache
 (``warm_start.reuse``) by the first kind that starts and loaded by the others.
+Each trained team is kept as a policy folder (``TrainedPolicy.save``) under
+``--out/teams/l{level}_{kind}_s{seed}``, so it can be evaluated again without training it again.
 
 Each finished run prints one line (``team-vs-search-run [level, kind, seed, run]``, the run's
 settings in it) and appends it to ``--log`` (one log per setting); a second invocation with the same
@@ -225,7 +227,8 @@ def run(
                 stat = trainer.runner.get_metrics().get(f"env/cf_{COST_KEYS['executions']}")
                 replays += float(stat.peek()) if hasattr(stat, "peek") else 0.0
             labelled = cloning.labelled if cloning is not None else 0
-        evaluation = team_evaluation(trainer, ppo, settings, level)
+        folder = run_dir / "teams" / f"l{level}_{kind}_s{seed}"
+        evaluation = team_evaluation(trainer, ppo, settings, level, save_to=folder)
     finally:
         trainer.stop()
     return {
@@ -292,11 +295,15 @@ def continue_cloning(trainer: Any, seconds: float) -> tuple[float, int]:
     return time.perf_counter() - started, cloning.labelled
 
 
-def team_evaluation(trainer: Any, ppo: Any, settings: Settings, level: int) -> dict[str, Any]:
+def team_evaluation(
+    trainer: Any, ppo: Any, settings: Settings, level: int, save_to: Path | None = None
+) -> dict[str, Any]:
     """The greedy team on held-out tasks 0 .. heldout_tasks-1: success after each round, and how
     often its first-round actions are the solver's; and the same team when no round re-runs a plan
     (``untried_success_at_k``: a round whose greedy plan already ran plays the team's next most
-    likely plan, :meth:`~orchestrl.experiment.policy.TrainedPolicy.act_fresh`)."""
+    likely plan, :meth:`~orchestrl.experiment.policy.TrainedPolicy.act_fresh`). With ``save_to``,
+    the team is first written there as a policy folder (``TrainedPolicy.save``), so it can be
+    evaluated again (``orchestrl evaluate``) without training it again."""
     from orchestrl.experiment.policy import TrainedPolicy
 
     policy = TrainedPolicy(
@@ -305,6 +312,8 @@ def team_evaluation(trainer: Any, ppo: Any, settings: Settings, level: int) -> d
         normalize_actions=bool(ppo.normalize_actions),
         clip_actions=bool(ppo.clip_actions),
     )
+    if save_to is not None:
+        policy.save(save_to)
     env = heldout_env(level, bool(ppo.env_config.get("agent_id_in_obs")))
     try:
         greedy = heldout_play(lambda obs, _: policy.act(obs), env, settings, agreement=True)

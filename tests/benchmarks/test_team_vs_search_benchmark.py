@@ -14,6 +14,7 @@ import pytest
 from credit_helpers import load_benchmark, unload_benchmark
 
 from orchestrl.envs.orchestration.solver import answer_index
+from orchestrl.experiment.policy import TrainedPolicy
 
 
 @pytest.fixture(scope="module")
@@ -173,6 +174,14 @@ def test_each_kind_runs_and_reports_success_after_every_round(bench: ModuleType,
     assert ippo["env_steps"] >= 6 and ippo["training_executions"] == ippo["env_steps"]
     assert 0.0 <= ippo["team_agrees_with_solver"] <= ippo["agent_agrees_with_solver"] <= 1.0
     assert ippo["expert_labelled_tasks"] == 0
+    saved = TrainedPolicy.load(tmp_path / "teams" / "l1_ippo_s0")  # the team evaluated, kept
+    env = bench.heldout_env(1, False)
+    try:
+        again = bench.heldout_play(lambda obs, _: saved.act(obs), env, tiny, agreement=True)
+    finally:
+        env.close()
+    assert again["success_at_k"] == ippo["success_at_k"]
+    assert again["agent_agrees_with_solver"] == ippo["agent_agrees_with_solver"]
     mixed = bench.run(dataclasses.replace(tiny, rl_cloning_passes=2), 1, "ippo", 0, tmp_path)
     assert mixed["expert_labelled_tasks"] == 2  # after its one PPO iteration, two passes of one task
     assert mixed["training_executions"] == mixed["env_steps"]  # the labels' searches are counted apart
