@@ -1441,9 +1441,38 @@ def probe_ablation_lines(levels: dict[str, Any]) -> list[str]:
 
 UNTRIED = "no plan run twice"
 
+PAIR_NAMES = {"solver": "`solver_k`", "bc_only": "cloning continued", "cloned": "the cloned start"}
+
+
+def paired_difference_lines(v: dict[str, Any]) -> list[str]:
+    """A level's paired differences at k = 3 (``paired_differences_at_3``) that concern lemon, and
+    the other teams against the solver, as a list."""
+    lines = []
+    for pair, r in v.get("paired_differences_at_3", {}).items():
+        team_name, base = pair.split(" - ")
+        if not team_name.startswith("lemon") and base != "solver":
+            continue
+        untried = team_name.endswith("_untried")
+        a, b = (
+            PAIR_NAMES.get(n.removesuffix("_untried"), n.removesuffix("_untried")) for n in (team_name, base)
+        )
+        how = f", {UNTRIED}" if untried else ""
+        lines.append(f"- {a} minus {b}{how}: {r['difference']:+.2f} {ci(r['ci95'], 2)}")
+    if not lines:
+        return []
+    return [
+        "Paired differences at k = 3 (IQM over seeds minus IQM over seeds, or minus the solver's "
+        "rate; 95% CI from the same draws of tasks, and of seeds where every kind ran the same "
+        "seeds):",
+        "",
+        *lines,
+    ]
+
 
 def team_vs_search_section(d: dict[str, Any], round_reward: str = "answer") -> list[str]:
     def team(r: dict[str, Any]) -> str:
+        if "ci95_with_tasks" in r:  # over seeds and the tasks drawn, comparable with the solver's
+            return f"{r['iqm']:.2f} {ci(r['ci95_with_tasks'], 2)}"
         return f"{r['iqm']:.2f} {ci(r['ci95'], 2)}" if r["seeds"] > 1 else f"{r['iqm']:.2f}"
 
     def solver(r: dict[str, Any]) -> str:
@@ -1549,13 +1578,17 @@ def team_vs_search_section(d: dict[str, Any], round_reward: str = "answer") -> l
                 rows,
             ),
             "",
+            *paired_difference_lines(v),
         ]
     return [
         "Held-out success at the same number of scored executions: a team's answer after k rounds (one "
         "execution per round) against the solver's search stopped after k executions, on the same "
         "held-out tasks; each answers by the same rule, public feedback only (the first spec or plan "
         "that held every example row, else the one that held the most). Teams: IQM over seeds "
-        "[95% bootstrap CI] (one seed: its value alone); the solver and the random team (every round, "
+        "[95% bootstrap CI over seeds and held-out tasks together: each copy draws the tasks, the same "
+        "for every kind, then each team's seeds, so it is comparable with the solver's interval over "
+        "tasks]; "
+        "the solver and the random team (every round, "
         "each agent's action drawn uniformly among those its mask allows): mean over tasks "
         "[95% bootstrap CI over tasks]. Every team has the same actor (each "
         "candidate duty scored given the role, `model.option_rows`) and starts from the solver cloned on "

@@ -50,7 +50,10 @@ Each finished run prints one line (``team-vs-search-run [level, kind, seed, run]
 settings in it) and appends it to ``--log`` (one log per setting); a second invocation with the same
 log trains only what is missing, and ``--summarise LOG ...`` rebuilds the report from logs alone.
 The report, per level: each kind's ``success_at_k`` as the IQM over seeds of per-seed held-out
-success, with a 95% stratified bootstrap CI (``orchestrl.tracking.stats``), beside the solver's.
+success, with a 95% stratified bootstrap CI over seeds (``ci95``, ``orchestrl.tracking.stats``) and
+one over seeds and held-out tasks together (``ci95_with_tasks``), beside the solver's over tasks;
+``*_cis_apart`` compares the latter two, which cover the same draws. ``paired_differences_at_3``:
+each team minus the solver and the other teams at k = 3, paired on the tasks.
 
 Run::
 
@@ -500,17 +503,72 @@ def summarise(runs: dict[tuple[int, str, int], dict[str, Any]]) -> dict[str, Any
             for key in ("agent_agrees_with_solver", "team_agrees_with_solver"):  # first round, greedy
                 if all(key in r for r in team):
                     entry[f"{kind}_{key}"] = float(np.mean([r[key] for r in team]))
+        put_shared_task_cis(entry, level, mine)
         if solver is not None and "lemon_success_at_k" in entry:
-            lemon, search_k = (
-                entry["lemon_success_at_k"][str(ROUNDS)],
-                entry["solver_success_at_k"][str(ROUNDS)],
-            )
-            entry["lemon_above_solver_at_3_cis_apart"] = lemon["ci95"][0] > search_k["ci95"][1]
-            if "lemon_untried_success_at_k" in entry:
-                untried = entry["lemon_untried_success_at_k"][str(ROUNDS)]
-                entry["lemon_untried_above_solver_at_3_cis_apart"] = untried["ci95"][0] > search_k["ci95"][1]
+            search_k = entry["solver_success_at_k"][str(ROUNDS)]
+            for name in ("lemon", "lemon_untried"):
+                if f"{name}_success_at_k" in entry:
+                    team = entry[f"{name}_success_at_k"][str(ROUNDS)]
+                    entry[f"{name}_above_solver_at_3_cis_apart"] = (
+                        team["ci95_with_tasks"][0] > search_k["ci95"][1]
+                    )
         out[str(level)] = entry
     return out
+
+
+def put_shared_task_cis(
+    entry: dict[str, Any], level: int, mine: dict[tuple[str, int], dict[str, Any]]
+) -> None:
+    """Every kind of a level plays the same held-out tasks, so their intervals are also taken over
+    the tasks (:func:`~orchestrl.tracking.stats.shared_task_bootstrap`: one draw of tasks for all,
+    then each team's seeds): each team's ``ci95_with_tasks`` at every k, which, unlike its ``ci95``
+    over seeds alone, is comparable with the solver's interval over tasks; and
+    ``paired_differences_at_3``, each team's success at k = 3 (its IQM over seeds) minus
+    ``solver_k``'s and minus the other teams' (greedy minus greedy, no plan run twice minus the
+    same), with the interval of the differences taken on the same task draws, and on the same seed
+    draws when every team kind ran the same seeds (a seed's kinds start from one clone)."""
+    from orchestrl.tracking.stats import percentile_interval, shared_task_bootstrap
+
+    played = {}  # row name -> (runs, tasks) successes at each k
+    for (kind, _), r in sorted(mine.items()):
+        for key, suffix in (("success_at_k", ""), ("untried_success_at_k", "_untried")):
+            for name, run in ((kind, r), ("cloned", r.get("cloned"))):
+                if run is not None and key in run:
+                    played.setdefault(f"{name}{suffix}", []).append(run[key])
+    tasks = {len(r[str(k)]) for rows in played.values() for r in rows for k in range(1, ROUNDS + 1)}
+    if len(tasks) > 1:
+        raise ValueError(
+            f"level {level}: its runs played different numbers of held-out tasks {sorted(tasks)}"
+        )
+    seeds = {tuple(sorted(s for (kind, s) in mine if kind == team)) for team in TEAMS}
+    paired = len(seeds - {()}) == 1  # every team kind ran the same seeds: pair them on seeds too
+    for k in range(1, ROUNDS + 1):
+        outcomes = {name: [r[str(k)] for r in rows] for name, rows in played.items()}
+        values, copies = shared_task_bootstrap(outcomes, paired_runs=paired)
+        for name in outcomes:
+            if f"{name}_success_at_k" in entry and name not in ("solver", "random"):
+                entry[f"{name}_success_at_k"][str(k)]["ci95_with_tasks"] = list(
+                    percentile_interval(copies[name], 0.95)
+                )
+        if k != ROUNDS:
+            continue
+        pairs = [
+            (team, base)
+            for team in ("lemon", "ippo", "bc_only")
+            for base in ("solver", "bc_only", "ippo", "cloned")
+            if base != team and (team, base) != ("bc_only", "ippo")
+        ]
+        differences = {}
+        for team, base in pairs:
+            for suffix in ("", "_untried"):
+                a, b = f"{team}{suffix}", base if base == "solver" else f"{base}{suffix}"
+                if a in outcomes and b in outcomes:
+                    differences[f"{a} - {b}"] = {
+                        "difference": values[a] - values[b],
+                        "ci95": list(percentile_interval(copies[a] - copies[b], 0.95)),
+                    }
+        if differences:
+            entry["paired_differences_at_3"] = differences
 
 
 def put_success_at_k(entry: dict[str, Any], name: str, runs: list[dict[str, Any]]) -> None:
@@ -595,9 +653,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         runs = read_runs(args.summarise)
         if not runs:
             parser.error(f"--summarise: no '{RUN_LINE}' lines in {', '.join(map(str, args.summarise))}")
-        return write_report(
-            runs, {"command": command, "summarised_from": list(map(str, args.summarise))}, args.out
-        )
+        try:
+            return write_report(
+                runs, {"command": command, "summarised_from": list(map(str, args.summarise))}, args.out
+            )
+        except ValueError as error:  # runs that cannot be summarised together
+            parser.error(f"--summarise {' '.join(map(str, args.summarise))}: {error}")
     from orchestrl.envs.orchestration.tasks import LEVELS
 
     settings = QUICK if args.quick else FULL

@@ -134,6 +134,43 @@ def aggregate_all(
     }
 
 
+def shared_task_bootstrap(
+    outcomes: Mapping[str, np.ndarray | Sequence[Sequence[float]]],
+    *,
+    reps: int = DEFAULT_REPS,
+    seed: int = 0,
+    paired_runs: bool = False,
+) -> tuple[dict[str, float], dict[str, np.ndarray]]:
+    """The IQM over runs of each run's mean outcome, and its bootstrap copies, for algorithms
+    scored on the *same* tasks (``outcomes[name]``: ``(runs, tasks)``, one column per task, e.g.
+    success on each held-out task; a deterministic baseline is one run).
+
+    A two-level bootstrap (Davison and Hinkley 1997, sec. 3.8, resampling both stages): each copy
+    draws the tasks with replacement, once for all algorithms, then each algorithm's runs with
+    replacement. The interval of one algorithm so covers both which seeds ran and which tasks were
+    drawn, as a baseline's interval over tasks does, and a difference taken copy by copy is paired
+    on the tasks. With ``paired_runs``, algorithms with as many runs share each copy's draw of runs
+    too: for runs that correspond row by row (the same seed, the same warm start), so a difference
+    is paired on seeds as well. :func:`aggregate` resamples runs alone, for scores whose tasks are
+    fixed."""
+    arrays = {name: as_scores(x) for name, x in outcomes.items()}
+    tasks = {x.shape[1] for x in arrays.values()}
+    if len(tasks) != 1:
+        raise ValueError(f"every algorithm must have the same tasks, got {sorted(tasks)}")
+    (n_tasks,) = tasks
+    rng = np.random.default_rng(seed)
+    drawn = rng.integers(0, n_tasks, size=(reps, 1, n_tasks))
+    shared: dict[int, np.ndarray] = {}
+    values, copies = {}, {}
+    for name, x in arrays.items():
+        runs = rng.integers(0, x.shape[0], size=(reps, x.shape[0], 1))
+        if paired_runs:
+            runs = shared.setdefault(x.shape[0], runs)
+        values[name] = iqm(x.mean(axis=1))
+        copies[name] = _iqm_rows(x[runs, drawn].mean(axis=2))
+    return values, copies
+
+
 def _poi_rows(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """P(X > Y) of each bootstrap copy: x ``(reps, nx, tasks)``, y ``(reps, ny, tasks)``.
 

@@ -57,3 +57,19 @@ def test_the_probe_ablations_table_lists_only_the_levels_that_measured_them(resu
     rows = [line for line in lines if line.startswith("| 3") or line.startswith("| 5")]
     assert rows == ["| 3 | 0.750 | 0.250 | 0.500 | 0.250 | 0.250 | 0.250 | 0.250 |"]
     assert results.probe_ablation_lines({"5": {"linear_probe_accuracy": 0.5}}) == []
+
+
+def test_paired_differences_list_lemon_s_and_each_team_against_the_solver(results: ModuleType) -> None:
+    pairs = {
+        "lemon - solver": {"difference": 0.15, "ci95": [0.02, 0.29]},
+        "lemon_untried - bc_only_untried": {"difference": 0.0, "ci95": [-0.14, 0.13]},
+        "bc_only - solver": {"difference": -0.1, "ci95": [-0.2, 0.01]},
+        "bc_only - cloned": {"difference": 0.1, "ci95": [-0.03, 0.27]},
+    }
+    lines = results.paired_difference_lines({"paired_differences_at_3": pairs})
+    assert [line for line in lines if line.startswith("- ")] == [
+        "- lemon minus `solver_k`: +0.15 [0.02, 0.29]",
+        "- lemon minus cloning continued, no plan run twice: +0.00 [-0.14, 0.13]",
+        "- cloning continued minus `solver_k`: -0.10 [-0.20, 0.01]",
+    ]
+    assert results.paired_difference_lines({}) == []

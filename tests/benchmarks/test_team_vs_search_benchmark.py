@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
@@ -97,11 +98,16 @@ def test_the_report_is_rebuilt_from_logged_runs_with_the_solver_at_the_same_k(
     level = report["levels"]["4"]
     assert level["solver_success_at_k"]["3"]["mean"] == pytest.approx(0.3)
     assert level["lemon_success_at_k"]["3"]["iqm"] == pytest.approx(0.9)
-    assert level["ippo_success_at_k"]["1"] == {
-        "iqm": pytest.approx(0.4),
-        "ci95": pytest.approx([0.4, 0.4]),
-        "seeds": 3,
-    }
+    ippo = level["ippo_success_at_k"]["1"]
+    assert (ippo["iqm"], ippo["ci95"], ippo["seeds"]) == (pytest.approx(0.4), pytest.approx([0.4, 0.4]), 3)
+    low, high = ippo["ci95_with_tasks"]  # its seeds agree on every task; its 10 tasks are a sample
+    assert low < 0.4 < high and high - low > 0.3
+    differences = level["paired_differences_at_3"]
+    assert differences["lemon - solver"]["difference"] == pytest.approx(0.6)
+    assert 0.0 < differences["lemon - solver"]["ci95"][0] < 0.6 < differences["lemon - solver"]["ci95"][1]
+    assert differences["lemon - bc_only"]["difference"] == pytest.approx(0.6)
+    assert differences["lemon_untried - solver"]["difference"] == pytest.approx(0.7)
+    assert "lemon_untried - bc_only_untried" not in differences  # cloning continued played greedy only
     assert level["lemon_above_solver_at_3_cis_apart"] is True
     assert level["lemon_untried_success_at_k"]["3"]["iqm"] == pytest.approx(1.0)
     assert level["lemon_untried_seconds_per_plan"] == pytest.approx(0.2)
@@ -115,6 +121,33 @@ def test_the_report_is_rebuilt_from_logged_runs_with_the_solver_at_the_same_k(
     assert level["ippo_expert_executions"] == pytest.approx(6.0 * 12.0)
     assert "lemon_expert_labelled_tasks" not in level  # RL alone: no search labelled anything
     assert json.loads((tmp_path / "out" / "team_vs_search.json").read_text())["levels"] == report["levels"]
+
+
+def test_cis_apart_compares_intervals_over_the_same_draws_of_tasks(bench: ModuleType, tmp_path: Path) -> None:
+    """Three seeds at 7 of 10 tasks against a solver at 3: the seeds agree, so an interval over seeds
+    alone ([0.7, 0.7]) clears the solver's over tasks; drawn over the same tasks, lemon's does not."""
+    log = tmp_path / "runs.log"
+    runs = [logged("solver", 0, [0.1, 0.2, 0.3, 0.5, 0.6, 0.8])]
+    runs += [logged("lemon", s, [0.7, 0.7, 0.7]) for s in range(3)]
+    log.write_text("\n".join(runs) + "\n")
+    level = bench.main(["--summarise", str(log), "--out", str(tmp_path / "out")])["levels"]["4"]
+    lemon, solver = level["lemon_success_at_k"]["3"], level["solver_success_at_k"]["3"]
+    assert lemon["ci95"][0] > solver["ci95"][1] > lemon["ci95_with_tasks"][0]
+    assert level["lemon_above_solver_at_3_cis_apart"] is False
+
+
+def test_a_report_over_runs_that_played_different_held_out_tasks_is_refused(
+    bench: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Intervals over the tasks need the same tasks for every kind of a level."""
+    shorter = json.loads(logged("lemon", 1, [0.5, 0.5, 0.5]).split(" ", 1)[1])
+    shorter[3]["success_at_k"] = {k: v[:6] for k, v in shorter[3]["success_at_k"].items()}
+    log = tmp_path / "runs.log"
+    log.write_text(logged("lemon", 0, [0.5, 0.5, 0.5]) + f"\nteam-vs-search-run {json.dumps(shorter)}\n")
+    with pytest.raises(SystemExit):
+        bench.main(["--summarise", str(log), "--out", str(tmp_path / "out")])
+    assert re.search(r"runs\.log: level 4: .* \[6, 10\]", capsys.readouterr().err)
+    assert not (tmp_path / "out").exists()
 
 
 def test_cloning_continued_runs_as_long_as_its_seed_s_lemon_trained(bench: ModuleType) -> None:

@@ -98,3 +98,27 @@ def test_scores_must_be_runs_by_tasks() -> None:
         stats.aggregate(np.zeros((2, 2, 2)))
     with pytest.raises(ValueError, match="same tasks"):
         stats.probability_of_improvement(np.zeros((2, 2)), np.zeros((2, 3)))
+
+
+def test_a_shared_task_bootstrap_resamples_tasks_even_where_every_seed_agrees() -> None:
+    # Three seeds that solve the same 2 of 4 tasks: resampling seeds alone gives [0.5, 0.5]; drawing
+    # the 4 tasks too, a copy solves 0..4 of its 4 draws, each end with probability 1/16 > 2.5%.
+    team = np.array([[1.0, 1.0, 0.0, 0.0]] * 3)
+    values, copies = stats.shared_task_bootstrap({"team": team, "search": team[:1]}, reps=4000, seed=2)
+    assert values == {"team": 0.5, "search": 0.5}
+    assert stats.percentile_interval(copies["team"], 0.95) == (0.0, 1.0)
+    agg = stats.aggregate(team.mean(axis=1), reps=500)
+    assert (agg.iqm.low, agg.iqm.high) == (0.5, 0.5)
+    # one draw of tasks for all: two algorithms with the same outcomes differ by 0 in every copy
+    np.testing.assert_array_equal(copies["team"], copies["search"])
+
+
+def test_a_shared_task_bootstrap_pairs_runs_only_when_asked() -> None:
+    rng = np.random.default_rng(0)
+    a = (rng.random((5, 30)) < 0.5).astype(float)
+    _, apart = stats.shared_task_bootstrap({"a": a, "b": a.copy()}, reps=200)
+    _, paired = stats.shared_task_bootstrap({"a": a, "b": a.copy()}, reps=200, paired_runs=True)
+    assert np.all(paired["a"] == paired["b"])  # the same seeds and tasks in every copy
+    assert np.any(apart["a"] != apart["b"])  # seeds drawn apart: the copies differ
+    with pytest.raises(ValueError, match="same tasks"):
+        stats.shared_task_bootstrap({"a": a, "b": a[:, :29]})
