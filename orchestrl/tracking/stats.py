@@ -149,10 +149,10 @@ def shared_task_bootstrap(
     Ann. Appl. Stat. 2007): each copy draws the tasks with replacement, once for all algorithms,
     then each algorithm's runs with replacement. The interval of one algorithm so covers both which
     seeds ran and which tasks were drawn, as a baseline's interval over tasks does, and a
-    difference taken copy by copy is paired on the tasks. With ``paired_runs``, algorithms with as many runs share each copy's draw of runs
-    too: for runs that correspond row by row (the same seed, the same warm start), so a difference
-    is paired on seeds as well. :func:`aggregate` resamples runs alone, for scores whose tasks are
-    fixed."""
+    difference taken copy by copy is paired on the tasks. With ``paired_runs``, algorithms with as
+    many runs share each copy's draw of runs too: for runs that correspond row by row (the same
+    seed, the same warm start), so a difference is paired on seeds as well. :func:`aggregate`
+    resamples runs alone, for scores whose tasks are fixed."""
     arrays = {name: as_scores(x) for name, x in outcomes.items()}
     tasks = {x.shape[1] for x in arrays.values()}
     if len(tasks) != 1:
