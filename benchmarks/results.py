@@ -1470,10 +1470,8 @@ def paired_difference_lines(v: dict[str, Any]) -> list[str]:
 
 
 def team_vs_search_section(d: dict[str, Any], round_reward: str = "answer") -> list[str]:
-    def team(r: dict[str, Any]) -> str:
-        if "ci95_with_tasks" in r:  # over seeds and the tasks drawn, comparable with the solver's
-            return f"{r['iqm']:.2f} {ci(r['ci95_with_tasks'], 2)}"
-        return f"{r['iqm']:.2f} {ci(r['ci95'], 2)}" if r["seeds"] > 1 else f"{r['iqm']:.2f}"
+    def team(r: dict[str, Any]) -> str:  # over seeds and the tasks drawn, comparable with the solver's
+        return f"{r['iqm']:.2f} {ci(r['ci95_with_tasks'], 2)}"
 
     def solver(r: dict[str, Any]) -> str:
         return f"{r['mean']:.2f} {ci(r['ci95'], 2)}"
