@@ -1839,7 +1839,7 @@ SAVED = (
     ),
     Saved(
         "l4_36its_400tasks/team_vs_search.json",
-        "LEMON team against search on 400 held-out tasks (level 4, 36 PPO iterations, 3 of 5 seeds)",
+        "LEMON team against search on 400 held-out tasks (level 4, 36 PPO iterations, 5 seeds)",
         "python benchmarks/team_vs_search.py --levels 4 --seeds 2 --iterations 36 --heldout-tasks 400"
         " --kinds solver random lemon ippo bc_only --log benchmarks/logs/team_vs_search_l4_36its_400tasks.log"
         "   # beside it only a minute of unit tests, during the clones\n"
@@ -1850,11 +1850,14 @@ SAVED = (
         " --heldout-tasks 400 --kinds ippo --jobs 1"
         " --log benchmarks/logs/team_vs_search_l4_36its_400tasks.log"
         "   # ippo's seed 3, beside cloning continued's seed 2 (two runs at once, as --jobs 2 runs them)\n"
-        "python benchmarks/team_vs_search.py --summarise benchmarks/logs/team_vs_search_l4_36its_400tasks.log"
-        " --out benchmarks/results/l4_36its_400tasks",
         "python benchmarks/team_vs_search.py --levels 4 --seeds 5 --iterations 36 --heldout-tasks 400"
         " --kinds lemon ippo bc_only --log benchmarks/logs/team_vs_search_l4_36its_400tasks.log"
-        "  # the rest of seeds 3-4",
+        "   # the rest of seeds 3-4; cloning continued's seed 3 ran its last 15 minutes beside the level-5"
+        " solver (two runs at once, as --jobs 2 runs them)\n"
+        "python benchmarks/team_vs_search.py --summarise benchmarks/logs/team_vs_search_l4_36its_400tasks.log"
+        " --out benchmarks/results/l4_36its_400tasks",
+        "python benchmarks/team_vs_search.py --levels 5 --seeds 5 --iterations 36 --heldout-tasks 400"
+        " --log benchmarks/logs/team_vs_search_l5_36its_400tasks.log  # level 5 at the same budget",
         team_vs_search_section,
     ),
     Saved(
