@@ -1874,7 +1874,8 @@ SAVED = (
         "python benchmarks/team_vs_search.py --summarise benchmarks/logs/team_vs_search_l5_36its_400tasks.log"
         " --out benchmarks/results/l5_36its_400tasks",
         "python benchmarks/team_vs_search.py --levels 5 --seeds 5 --iterations 36 --heldout-tasks 400"
-        " --log benchmarks/logs/team_vs_search_l5_36its_400tasks.log  # the rest: seeds 1-4, cloning continued",
+        " --log benchmarks/logs/team_vs_search_l5_36its_400tasks.log"
+        "  # the rest: seeds 1-4, and cloning continued",
         team_vs_search_section,
     ),
     Saved(
