@@ -1862,7 +1862,7 @@ SAVED = (
     ),
     Saved(
         "l5_36its_400tasks/team_vs_search.json",
-        "LEMON team against search on 400 held-out tasks (level 5, 36 PPO iterations; pilot: seed 0 of 5)",
+        "LEMON team against search on 400 held-out tasks (level 5, 36 PPO iterations; pilot: seeds 0-2 of 5)",
         "python benchmarks/team_vs_search.py --levels 5 --seeds 1 --iterations 36 --heldout-tasks 400"
         " --kinds solver random --jobs 1 --log benchmarks/logs/team_vs_search_l5_36its_400tasks.log"
         "   # beside cloning continued's level-4 seed 3\n"
@@ -1871,11 +1871,18 @@ SAVED = (
         "   # at once with the next, each to its own log (joined here); make test beside the clone\n"
         "python benchmarks/team_vs_search.py --levels 5 --seeds 1 --iterations 36 --heldout-tasks 400"
         " --kinds ippo --jobs 1 --log benchmarks/logs/team_vs_search_l5_36its_400tasks.log\n"
+        "python benchmarks/team_vs_search.py --levels 5 --first-seed 1 --seeds 1 --iterations 36"
+        " --heldout-tasks 400 --kinds lemon ippo --jobs 1"
+        " --log benchmarks/logs/team_vs_search_l5_36its_400tasks.log"
+        "   # its clone beside two NeuroMAS runs; from there at once with the next, each to its own log\n"
+        "python benchmarks/team_vs_search.py --levels 5 --first-seed 2 --seeds 1 --iterations 36"
+        " --heldout-tasks 400 --kinds lemon --jobs 1"
+        " --log benchmarks/logs/team_vs_search_l5_36its_400tasks.log\n"
         "python benchmarks/team_vs_search.py --summarise benchmarks/logs/team_vs_search_l5_36its_400tasks.log"
         " --out benchmarks/results/l5_36its_400tasks",
         "python benchmarks/team_vs_search.py --levels 5 --seeds 5 --iterations 36 --heldout-tasks 400"
         " --log benchmarks/logs/team_vs_search_l5_36its_400tasks.log"
-        "  # the rest: seeds 1-4, and cloning continued",
+        "  # the rest: lemon's seeds 3-4, ippo's 2-4, and cloning continued",
         team_vs_search_section,
     ),
     Saved(
