@@ -1878,11 +1878,15 @@ SAVED = (
         "python benchmarks/team_vs_search.py --levels 5 --first-seed 2 --seeds 1 --iterations 36"
         " --heldout-tasks 400 --kinds lemon --jobs 1"
         " --log benchmarks/logs/team_vs_search_l5_36its_400tasks.log\n"
+        "python benchmarks/team_vs_search.py --levels 5 --first-seed 2 --seeds 1 --iterations 36"
+        " --heldout-tasks 400 --kinds ippo --jobs 1"
+        " --log benchmarks/logs/team_vs_search_l5_36its_400tasks.log"
+        "   # beside cloning continued's seed 1, each to its own log\n"
         "python benchmarks/team_vs_search.py --summarise benchmarks/logs/team_vs_search_l5_36its_400tasks.log"
         " --out benchmarks/results/l5_36its_400tasks",
         "python benchmarks/team_vs_search.py --levels 5 --seeds 5 --iterations 36 --heldout-tasks 400"
         " --log benchmarks/logs/team_vs_search_l5_36its_400tasks.log"
-        "  # the rest: lemon's seeds 3-4, ippo's 2-4, and cloning continued",
+        "  # the rest: lemon's and ippo's seeds 3-4, and cloning continued",
         team_vs_search_section,
     ),
     Saved(
