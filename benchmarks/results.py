@@ -1882,11 +1882,15 @@ SAVED = (
         " --heldout-tasks 400 --kinds ippo --jobs 1"
         " --log benchmarks/logs/team_vs_search_l5_36its_400tasks.log"
         "   # beside a cloning-continued run of seed 1 (not finished, not logged)\n"
+        "python benchmarks/team_vs_search.py --levels 5 --seeds 3 --iterations 36 --heldout-tasks 400"
+        " --kinds bc_only --jobs 2 --log benchmarks/logs/team_vs_search_l5_36its_400tasks.log"
+        "   # seeds 0 and 1 at once, then seed 2; seed 0's clone re-run first; a NeuroMAS run beside"
+        " seed 2 and the end of seed 0\n"
         "python benchmarks/team_vs_search.py --summarise benchmarks/logs/team_vs_search_l5_36its_400tasks.log"
         " --out benchmarks/results/l5_36its_400tasks",
         "python benchmarks/team_vs_search.py --levels 5 --seeds 5 --iterations 36 --heldout-tasks 400"
         " --log benchmarks/logs/team_vs_search_l5_36its_400tasks.log"
-        "  # the rest: lemon's and ippo's seeds 3-4, and cloning continued",
+        "  # the rest: lemon's, ippo's and cloning continued's seeds 3-4",
         team_vs_search_section,
     ),
     Saved(
