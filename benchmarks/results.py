@@ -1884,8 +1884,8 @@ SAVED = (
         "   # beside a cloning-continued run of seed 1 (not finished, not logged)\n"
         "python benchmarks/team_vs_search.py --levels 5 --seeds 3 --iterations 36 --heldout-tasks 400"
         " --kinds bc_only --jobs 2 --log benchmarks/logs/team_vs_search_l5_36its_400tasks.log"
-        "   # seeds 0 and 1 at once, then seed 2; seed 0's clone re-run first; a NeuroMAS run beside"
-        " seed 2 and the end of seed 0\n"
+        "   # seeds 0 and 1 at once, then seed 2; seed 0's clone re-run first; a one-minute test run"
+        " beside seeds 0-1's start, a NeuroMAS run beside seed 2\n"
         "python benchmarks/team_vs_search.py --summarise benchmarks/logs/team_vs_search_l5_36its_400tasks.log"
         " --out benchmarks/results/l5_36its_400tasks",
         "python benchmarks/team_vs_search.py --levels 5 --seeds 5 --iterations 36 --heldout-tasks 400"
