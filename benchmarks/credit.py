@@ -160,6 +160,7 @@ REPORT_KEYS = (
     "p_improvement_vs_ippo",
     "p_improvement_vs_lemon_gae",
     "replay_cost",
+    "environments",
 )
 THRESHOLD = 0.8
 FULL_LEVELS = (4, 5)
@@ -622,6 +623,7 @@ def summarise(bench: Bench, runs: dict[str, list[dict[str, Any]]]) -> dict[str, 
     for baseline in ("ippo", REPLAY_FREE):  # P(X > baseline): p_improvement_vs_ippo, ..._vs_lemon_gae
         out[f"p_improvement_vs_{baseline}"] = improvement_over(finals, baseline) if baseline in runs else {}
     out["replay_cost"] = replay_cost(runs.get("lemon", []), runs.get(REPLAY_FREE, []))
+    out["environments"] = run_log.environments(r for algo_runs in runs.values() for r in algo_runs)
     out["replay_cost_by_algorithm"] = {  # lemon's, and that of each variant that replays
         algo: replay_cost(algo_runs, runs.get(REPLAY_FREE, []))
         for algo, algo_runs in runs.items()
@@ -863,7 +865,7 @@ def record_run(key: tuple[str, str, int], run: dict[str, Any], log: Path | None)
     still training)."""
     curve = {k: [round(v, 3) for v in vs] for k, vs in run["curves"].items()}
     print("{} {} seed {}: ".format(*key) + f"{curve} ({run['wall_s']:.0f} s)", file=sys.stderr, flush=True)
-    run_log.append(RUN_LINE, [*key, run], log)
+    run_log.append(RUN_LINE, [*key, {**run, "environment": run_log.environment()}], log)
 
 
 def write_results(

@@ -123,6 +123,10 @@ from orchestrl.tracking.stats import aggregate, reaches
 from orchestrl.training.inprocess import InProcessTrainer
 from orchestrl.training.runtime import quiet_environment, silence_noise, worker_pool
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import run_log
+
 ROOT = Path(__file__).resolve().parents[1]
 NATURAL = ROOT / "tests" / "data" / "text2sql_natural.jsonl"
 NATURAL_DEV = ROOT / "tests" / "data" / "text2sql_natural_dev.jsonl"
@@ -640,7 +644,7 @@ def run_all(
             done, _ = wait(pending, return_when=FIRST_COMPLETED)
             for future in done:
                 name, seed = pending.pop(future)
-                runs[name][seed] = result = future.result()
+                runs[name][seed] = result = {**future.result(), "environment": run_log.environment()}
                 line = json.dumps({k: round(v, 4) if isinstance(v, float) else v for k, v in result.items()})
                 print(f"seed {seed} {name:22s} {line}", file=sys.stderr, flush=True)
                 if (name, seed) in grown_after:
@@ -889,6 +893,7 @@ def summarise_log(path: Path, budget: Budget, mode: str) -> dict[str, Any]:
         "partial": {"log": str(path), "variants_missing": [n for n in V3 if n not in runs]},
         **tabulate(runs, baseline),
         "questions": counts,
+        "environments": run_log.environments(r for by_seed in runs.values() for r in by_seed.values()),
     }
     print(json.dumps(result, indent=2))
     return result
@@ -953,6 +958,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "budget": asdict(budget),
         **tabulate({n: dict(zip(seeds, rs, strict=True)) for n, rs in runs.items()}, baseline),
         "questions": counts,
+        "environments": run_log.environments(r for rs in runs.values() for r in rs),
     }
     result["wall_minutes"] = round((time.perf_counter() - started) / 60, 1)
     result["driver_cpu_minutes"] = round((time.process_time() - cpu_started) / 60, 2)

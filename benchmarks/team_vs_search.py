@@ -504,6 +504,7 @@ def summarise(runs: dict[tuple[int, str, int], dict[str, Any]]) -> dict[str, Any
                 if all(key in r for r in team):
                     entry[f"{kind}_{key}"] = float(np.mean([r[key] for r in team]))
         put_shared_task_cis(entry, level, mine)
+        entry["environments"] = run_log.environments(mine.values())
         if solver is not None and "lemon_success_at_k" in entry:
             search_k = entry["solver_success_at_k"][str(ROUNDS)]
             for name in ("lemon", "lemon_untried"):
@@ -718,7 +719,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             done, _ = wait(pending, return_when=FIRST_COMPLETED)
             for future in done:
                 key = pending.pop(future)
-                runs[key] = {**future.result(), "settings": dataclasses.asdict(settings)}
+                runs[key] = {
+                    **future.result(),
+                    "settings": dataclasses.asdict(settings),
+                    "environment": run_log.environment(),
+                }
                 run_log.append(RUN_LINE, [*key, runs[key]], args.log)
             submit_ready()
     meta = {

@@ -130,7 +130,7 @@ def test_the_replay_cost_in_cpu_time_counts_the_sandbox_workers(credit: ModuleTy
     assert credit.replay_cost(lemon, replay_free)["cpu_time_overhead_pct"] is None
 
 
-def test_printed_report_has_exactly_the_seven_keys_per_env_and_algorithm(credit: ModuleType) -> None:
+def test_printed_report_has_exactly_the_eight_keys_per_env_and_algorithm(credit: ModuleType) -> None:
     details = {
         env: {
             "final_iqm": {"ippo": 0.4, "lemon": 0.8},
@@ -140,6 +140,7 @@ def test_printed_report_has_exactly_the_seven_keys_per_env_and_algorithm(credit:
             "p_improvement_vs_ippo": {"lemon": [1.0, 1.0, 1.0]},
             "p_improvement_vs_lemon_gae": {},
             "replay_cost": {"wall_time_overhead_pct": 20.0},
+            "environments": {"library_sets": [], "unrecorded_runs": 2},
             "curves": {},
         }
         for env in ("orchestration_l2", "orchestration_l3")
@@ -153,6 +154,7 @@ def test_printed_report_has_exactly_the_seven_keys_per_env_and_algorithm(credit:
         "p_improvement_vs_ippo",
         "p_improvement_vs_lemon_gae",
         "replay_cost",
+        "environments",
     ]
     assert out["executions_to_0_8"]["orchestration_l2"] == {"ippo": None, "lemon": 20000}
     assert out["final_iqm"]["orchestration_l3"]["lemon"] == 0.8

@@ -57,6 +57,7 @@ def logged(
     level: int = 4,
     labelled: int | None = None,
     untried: list[float] | None = None,
+    libraries: dict[str, str] | None = None,
 ) -> str:
     tasks = 10
 
@@ -80,6 +81,8 @@ def logged(
         run |= {"expert_labelled_tasks": labelled}
     if untried is not None:  # the same team when no round re-runs a plan
         run |= {"untried_success_at_k": per_task(untried), "untried_seconds_per_plan": 0.2}
+    if libraries is not None:  # logged since runs record where they ran
+        run |= {"environment": {"commit": "abc", "python": "3.11.9", "libraries": libraries}}
     return f"{'team-vs-search-run'} {json.dumps([level, kind, seed, run])}"
 
 
@@ -91,7 +94,7 @@ def test_the_report_is_rebuilt_from_logged_runs_with_the_solver_at_the_same_k(
     teams = [logged("lemon", s, [0.5, 0.8, 0.9], labelled=0, untried=[0.5, 0.9, 1.0]) for s in range(3)]
     teams += [logged("ippo", s, [0.4, 0.4, 0.4], labelled=6, untried=[0.4, 0.5, 0.6]) for s in range(2)]
     teams += [logged("ippo", 2, [0.4, 0.4, 0.4], labelled=6)]  # logged before the untried play
-    teams += [logged("bc_only", s, [0.3, 0.3, 0.3]) for s in range(3)]
+    teams += [logged("bc_only", s, [0.3, 0.3, 0.3], libraries={"torch": "2.13.0"}) for s in range(3)]
     random_team = logged("random", 0, [0.0, 0.1, 0.1])
     log.write_text("\n".join(["noise", solver, random_team, *teams]) + "\n")
     report = bench.main(["--summarise", str(log), "--out", str(tmp_path / "out")])
@@ -114,6 +117,10 @@ def test_the_report_is_rebuilt_from_logged_runs_with_the_solver_at_the_same_k(
     assert level["lemon_untried_above_solver_at_3_cis_apart"] is True
     assert "ippo_untried_success_at_k" not in level  # not every seed played it
     assert level["random_success_at_k"]["3"]["mean"] == pytest.approx(0.1)
+    assert level["environments"] == {  # 3 runs said where they ran, 8 were logged before runs did
+        "library_sets": [{"libraries": {"torch": "2.13.0"}, "runs": 3}],
+        "unrecorded_runs": 8,
+    }
     assert "random_success_at_k" not in report["levels"].get("3", {})
     # cloning continued pays a full search for each task it labels: 31 tasks a seed, 12 executions each
     assert level["bc_only_expert_labelled_tasks"] == pytest.approx(31.0)
