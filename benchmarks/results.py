@@ -193,8 +193,7 @@ CREDIT = (
         ),
     ),
     CreditSection(
-        "Level 4 in the team-against-search setting "
-        "(pilot: ippo, mappo and coma 5 seeds, lemon and its variants 2)",
+        "Level 4 in the team-against-search setting (5 seeds)",
         "orchestration_k3_l4",
         ("credit_v3_k3_l4_pilot.log",),
         (
@@ -209,28 +208,41 @@ CREDIT = (
             "PYTHONHASHSEED=0 python benchmarks/credit.py --envs orchestration_k3_l4 --algos coma --seeds 5"
             " --jobs 1 --log benchmarks/logs/credit_v3_k3_l4_pilot.log"
             "   # coma's seeds 3-4, beside team_vs_search.py, then make test",
+            "PYTHONHASHSEED=0 python benchmarks/credit.py --envs orchestration_k3_l4 --algos lemon lemon_gae"
+            " lemon_two_replays --seeds 5 --jobs 2 --log benchmarks/logs/credit_v3_k3_l4_pilot.log"
+            "   # their seeds 2-4, in a later install, beside NeuroMAS runs",
+            "PYTHONHASHSEED=0 python benchmarks/credit.py --envs orchestration_k3_l4 --algos ippo mappo coma"
+            " --first-seed 2 --seeds 3 --jobs 2 --log NEW.log   # seeds 2-4 again in that install, from"
+            " the same clones; NEW.log's lines appended to benchmarks/logs/credit_v3_k3_l4_pilot.log",
         ),
         (
             "The full run's setting: `team_vs_search.py`'s env (3 rounds, each rewarded by how much it "
             "improved the team's answer), actor (option rows) and warm start (the solver cloned, then "
             "DAgger), every algorithm of a seed from one stored clone. That start solves 0.53, 0.43, "
-            "0.33, 0.23 and 0.53 of the held-out tasks on seeds 0-4, where the saved logs' start solved "
-            "none. At 2,880 env steps no algorithm moves far from it, and no CI is apart from another. "
-            "coma's IQM over seeds 0-4 ends below ippo's (0.47, 0.37, 0.30, 0.40, 0.30 against ippo's "
-            "0.43, 0.40, 0.40, 0.33, 0.53, from the same clones): the COMA goal is not met here. lemon and "
-            "its variants have seeds 0-1 only, so the algorithms' seeds differ and the step-0 IQMs with "
-            "them.",
+            "0.30, 0.37 and 0.57 of the held-out tasks on seeds 0-4, where the saved logs' start solved "
+            "none. At 2,880 env steps no algorithm moves far from it, and no CI is apart from another: "
+            "lemon does not reach 0.8, and its final IQM is not above ippo's, mappo's or lemon_gae's "
+            "with CIs apart. coma's IQM ends below ippo's (0.47, 0.37, 0.33, 0.33, 0.43 against ippo's "
+            "0.43, 0.40, 0.27, 0.47, 0.60, from the same clones): the COMA goal is not met here.",
             "lemon_two_replays is lemon replaying two agents' edits per episode (`replay_agents: 2`, "
             "chosen by how much each agent's deltas have varied) instead of all eight: a quarter of "
             "lemon's extra executions for the same final figure here.",
-            "Each run trained in a fresh process with `PYTHONHASHSEED=0`, two at a time (the two seeds "
-            "of one algorithm together), its tasks read from one task store. The first run of each "
-            "seed (ippo; coma, whose module class was then in the clone's key, cloned for itself, the "
-            "same clone as ippo's to the held-out figure at step 0; mappo in the second "
-            "invocation, after a code change) includes the clone in its wall time, about 400–480 s; "
-            "the others load it in 2–3 s. Seeds 2-4 trained beside another benchmark's two runs, four "
-            "processes on the 2 cores: their wall times are not comparable with seeds 0-1's, and the "
-            "replay cost pairs seeds 0-1 only.",
+            "Seeds 0-1 of every algorithm ran in one session, seeds 2-4 of every algorithm in a later "
+            "one on a reinstalled environment, where the same seed's clone comes out differently (the "
+            "earlier session's clones of seeds 2-4 solved 0.33, 0.23 and 0.53; no change to the code's "
+            "behaviour lies between them). ippo's, mappo's and coma's runs of seeds 2-4 in the earlier "
+            "session are still in the log, above the later ones that replace them (`--summarise` keeps "
+            "a key's last line); they ended at 0.40, 0.33, 0.53 (ippo), 0.23, 0.47, 0.60 (mappo) and "
+            "0.30, 0.40, 0.30 (coma). Runs logged from now on record their commit and library versions "
+            "(`run_log.environment`).",
+            "Each run trained in a fresh process with `PYTHONHASHSEED=0`, two at a time, its tasks read "
+            "from one task store. The first run of each seed includes the clone in its wall time "
+            "(400-480 s for seeds 0-1; 650-715 s for seeds 2-4, which lemon cloned beside a NeuroMAS "
+            "run); the others load it in 2-6 s. Seeds 0-1 trained alone, the two seeds of one "
+            "algorithm together; seeds 2-4 beside one or two NeuroMAS training processes, so their "
+            "wall times are not comparable with seeds 0-1's, and the replay cost above, which pairs "
+            "seeds 0-4, is inflated by that load: over seeds 0-1 alone it was +6.5% wall time and +7.9% "
+            "CPU time with the sandbox workers.",
         ),
     ),
     CreditSection(
