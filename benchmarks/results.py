@@ -943,6 +943,36 @@ NEUROMAS_RERUNS = (
             ),
         ),
     ),
+    NeuromasRerun(
+        "neuromas_v3_reinstall.log",
+        "neuromas_v3_reinstall.json",
+        "NeuroMAS v3 on Text2SQL: the shipped recipe after a reinstall",
+        "The shipped recipe, with the code and data of the section \"contextual states, dev-set early "
+        "stopping and the group baseline\", five seeds, rerun in a later session on a reinstalled "
+        "environment (torch 2.13.0, numpy 2.4.6, pandas 3.1.1, ray 2.60.0, transformers 5.25.0, "
+        "sentence-transformers 6.3.0; the earlier install's versions were not recorded). Within one "
+        "install a seed's run repeats (two `--quick` runs gave the same figures, but for cloning "
+        "continued, which runs for a wall time); across the two installs the same seeds clone for "
+        "other numbers of epochs and end elsewhere. The spread between this section and that one is "
+        "what a reinstall adds to a seed's figures. Seeds 0-3 ran one after another beside the "
+        "level-4 credit runs, seed 4 beside seed 3; CPU minutes are each run's own.",
+        "neuromas5_every_ctx_esdev_group_rl",
+        seeds=5,
+        produced_by=(
+            "python benchmarks/neuromas.py --variants neuromas5_every_ctx_esdev_group_rl --seeds 4 "
+            "--jobs 1 2> benchmarks/logs/neuromas_v3_reinstall.log",
+            "python benchmarks/neuromas.py --variants neuromas5_every_ctx_esdev_group_rl --first-seed 4 "
+            "--seeds 1 --jobs 1 2>> benchmarks/logs/neuromas_v3_reinstall.log  # at once with the "
+            "first's seed 3, to its own log (joined here)",
+        ),
+        labels=(
+            (
+                "neuromas5_every_ctx_esdev_group_rl",
+                "the shipped recipe (contextual, early stopping on validation and dev questions, "
+                "group-baseline RL), after a reinstall",
+            ),
+        ),
+    ),
 )
 
 
