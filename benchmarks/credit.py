@@ -838,7 +838,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             done, _ = wait(pending, return_when=FIRST_COMPLETED)
             for future in done:
                 key = pending.pop(future)
-                runs[key] = future.result()
+                runs[key] = {**future.result(), "environment": run_log.environment()}
                 record_run(key, runs[key], args.log)
     meta = {
         "quick": args.quick,
@@ -865,7 +865,7 @@ def record_run(key: tuple[str, str, int], run: dict[str, Any], log: Path | None)
     still training)."""
     curve = {k: [round(v, 3) for v in vs] for k, vs in run["curves"].items()}
     print("{} {} seed {}: ".format(*key) + f"{curve} ({run['wall_s']:.0f} s)", file=sys.stderr, flush=True)
-    run_log.append(RUN_LINE, [*key, {**run, "environment": run_log.environment()}], log)
+    run_log.append(RUN_LINE, [*key, run], log)
 
 
 def write_results(

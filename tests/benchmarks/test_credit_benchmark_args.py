@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterator
+from importlib.metadata import version
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -348,6 +349,12 @@ def test_a_resumed_benchmark_trains_only_the_runs_its_log_lacks_and_appends_them
     assert credit.read_runs([log]).keys() == {(env, a, s) for a in ("ippo", "lemon") for s in (0, 1)}
     printed = json.loads(capsys.readouterr().out)
     assert printed["final_iqm"][env]["lemon"] == pytest.approx(0.8)  # 0.9 read back, 0.7 trained
+    trained = credit.read_runs([log])[(env, "ippo", 0)]
+    assert trained["environment"]["libraries"]["torch"] == version("torch")  # where it ran, logged
+    assert printed["environments"][env] == {  # the two runs read back were logged before that
+        "library_sets": [{"libraries": trained["environment"]["libraries"], "runs": 2}],
+        "unrecorded_runs": 2,
+    }
     saved = json.loads((tmp_path / "out" / "credit.json").read_text())
     assert saved["meta"]["log"] == {"path": str(log), "runs_read": 2}
 

@@ -3,12 +3,10 @@ and a summary says when its runs span installs (no training: no Ray, no env)."""
 
 from __future__ import annotations
 
-import json
 import platform
 import subprocess
 from collections.abc import Iterator
 from importlib.metadata import version
-from pathlib import Path
 from types import ModuleType
 
 import pytest
@@ -58,22 +56,3 @@ def test_environments_counts_the_runs_of_each_library_set_and_those_that_recorde
         "library_sets": [{"libraries": old, "runs": 1}, {"libraries": new, "runs": 2}],
         "unrecorded_runs": 1,
     }
-
-
-def test_a_credit_run_is_logged_with_its_environment(tmp_path: Path) -> None:
-    credit = load_benchmark("credit")
-    try:
-        log = tmp_path / "runs.log"
-        credit.record_run(
-            ("orchestration_k3_l4", "ippo", 0), {"curves": {"success": [0.5]}, "wall_s": 1.0}, log
-        )
-        ((_, _, (_, _, _, run)),) = list(
-            credit.run_log.entries([log], credit.RUN_LINE, "env, algo, seed, run")
-        )
-        assert run["environment"]["libraries"]["torch"] == version("torch")
-        assert run["curves"] == {"success": [0.5]}
-        summary = credit.run_log.environments([run, {}])
-        assert summary["unrecorded_runs"] == 1 and summary["library_sets"][0]["runs"] == 1
-        assert json.loads(log.read_text().split(" ", 1)[1])[3]["environment"] == run["environment"]
-    finally:
-        unload_benchmark(credit)

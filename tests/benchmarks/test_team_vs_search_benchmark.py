@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import re
 from collections.abc import Iterator
+from importlib.metadata import version
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import numpy as np
 import pytest
@@ -242,3 +245,36 @@ def test_a_bad_logged_line_exits_naming_its_file_and_line(
     with pytest.raises(SystemExit, match=r"runs\.log:2: "):
         bench.main(["--summarise", str(log), "--out", str(tmp_path / "out")])
     assert not (tmp_path / "out").exists()
+
+
+def test_each_logged_run_records_the_environment_it_ran_in(
+    bench: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The runs in threads, each returning a fixed run instead of playing one."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from orchestrl.training import runtime
+
+    def fake_run(settings: Any, level: int, kind: str, seed: int, out: Path, budget: float) -> dict:
+        return json.loads(logged(kind, seed, [0.5, 0.6, 0.7], level=level).split(" ", 1)[1])[3]
+
+    monkeypatch.setattr(bench, "run", fake_run)
+    monkeypatch.setattr(
+        runtime, "worker_pool", lambda jobs, run_dir, fresh_per_task=False: ThreadPoolExecutor(jobs)
+    )
+    log = tmp_path / "runs.log"
+    argv = ["--levels", "1", "--seeds", "1", "--kinds", "solver", "random", "--log", str(log)]
+    saved = dict(os.environ)  # the benchmark sets its run dir's defaults
+    try:
+        report = bench.main([*argv, "--out", str(tmp_path / "out")])
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    runs = bench.read_runs([log])
+    assert sorted(kind for _, kind, _ in runs) == ["random", "solver"]
+    libraries = runs[(1, "solver", 0)]["environment"]["libraries"]
+    assert libraries["torch"] == version("torch")
+    assert report["levels"]["1"]["environments"] == {
+        "library_sets": [{"libraries": libraries, "runs": 2}],
+        "unrecorded_runs": 0,
+    }
