@@ -4,7 +4,9 @@ the networks against the monoliths, and the goals read off them (no training).""
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
+from importlib.metadata import version
 from pathlib import Path
 from types import ModuleType
 
@@ -169,3 +171,27 @@ def test_runs_scored_at_different_iterations_are_refused_naming_the_variant(
     runs = [{**run(0.8, 0.8, 0.7), "rl_iterations": 16, "rl_curve": c} for c in (every_8, every_16)]
     with pytest.raises(SystemExit, match=f"{neuromas.SHIPPED}: its runs scored .* different iterations"):
         neuromas.tabulate(neuromas.read_log(log_of(tmp_path, {neuromas.SHIPPED: runs})), {})
+
+
+def test_each_run_line_and_the_report_record_the_environment_runs_ran_in(
+    neuromas: ModuleType, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """The runs in threads, each returning a fixed result instead of training."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    monkeypatch.setattr(neuromas, "run_text2sql", lambda *args: run(0.8, 0.7, 0.75))
+    monkeypatch.setattr(neuromas, "worker_pool", lambda jobs, root: ThreadPoolExecutor(jobs))
+    saved = dict(os.environ)  # the benchmark sets its run dir's defaults
+    try:
+        result = neuromas.main(["--quick", "--variants", neuromas.SHIPPED, "--seeds", "2"])
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    (tmp_path / "stderr.log").write_text(capsys.readouterr().err)
+    logged = neuromas.read_log(tmp_path / "stderr.log")[neuromas.SHIPPED]
+    libraries = logged[0]["environment"]["libraries"]
+    assert libraries["torch"] == version("torch") and sorted(logged) == [0, 1]
+    assert result["environments"] == {
+        "library_sets": [{"libraries": libraries, "runs": 2}],
+        "unrecorded_runs": 0,
+    }
