@@ -828,6 +828,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     # the same reason for one task store, filled before any run starts (not with --quick: its
     # 500 env steps meet far fewer of the 1,000 tasks than the warm-up would generate)
     stored: dict[str, Any] = {}
+    where = run_log.environment()  # the code and libraries the runs load, as they start
     with worker_pool(max(1, args.jobs), args.out, fresh_per_task=True) as pool:
         if todo and not args.quick:
             to_train = {n: chosen[n] for n, _, _ in todo}
@@ -838,7 +839,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             done, _ = wait(pending, return_when=FIRST_COMPLETED)
             for future in done:
                 key = pending.pop(future)
-                runs[key] = {**future.result(), "environment": run_log.environment()}
+                runs[key] = {**future.result(), "environment": where}
                 record_run(key, runs[key], args.log)
     meta = {
         "quick": args.quick,

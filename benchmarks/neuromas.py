@@ -632,6 +632,7 @@ def run_all(
     waiting = [(name, seed) for seed in seeds for name in order if name != "neuromas7_grown"]
     grown_after = {("neuromas5", s): ("neuromas7_grown", s) for s in seeds if "neuromas7_grown" in order}
     runs: dict[str, dict[int, dict[str, float]]] = {name: {} for name in order}
+    where = run_log.environment()  # the code and libraries the runs load, as they start
     with worker_pool(jobs, root) as pool:
         # At most ``jobs`` runs in flight, seed by seed, each grown run right after its -5 (not
         # behind every other seed's runs), so a run cut short still holds whole seeds.
@@ -644,7 +645,7 @@ def run_all(
             done, _ = wait(pending, return_when=FIRST_COMPLETED)
             for future in done:
                 name, seed = pending.pop(future)
-                runs[name][seed] = result = {**future.result(), "environment": run_log.environment()}
+                runs[name][seed] = result = {**future.result(), "environment": where}
                 line = json.dumps({k: round(v, 4) if isinstance(v, float) else v for k, v in result.items()})
                 print(f"seed {seed} {name:22s} {line}", file=sys.stderr, flush=True)
                 if (name, seed) in grown_after:

@@ -702,6 +702,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     quiet_environment(args.out)
     silence_noise(False)
     started, load = time.perf_counter(), os.getloadavg()
+    where = run_log.environment()  # the code and libraries the runs load, as they start
     with worker_pool(max(1, args.jobs), args.out, fresh_per_task=True) as pool:
         pending: dict[Any, tuple[int, str, int]] = {}
 
@@ -722,7 +723,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                 runs[key] = {
                     **future.result(),
                     "settings": dataclasses.asdict(settings),
-                    "environment": run_log.environment(),
+                    "environment": where,
                 }
                 run_log.append(RUN_LINE, [*key, runs[key]], args.log)
             submit_ready()
