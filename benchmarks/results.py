@@ -947,8 +947,8 @@ NEUROMAS_RERUNS = (
         "neuromas_v3_reinstall.log",
         "neuromas_v3_reinstall.json",
         "NeuroMAS v3 on Text2SQL: the shipped recipe after a reinstall",
-        "The shipped recipe, with the code and data of the section \"contextual states, dev-set early "
-        "stopping and the group baseline\", five seeds, rerun in a later session on a reinstalled "
+        'The shipped recipe, with the code and data of the section "contextual states, dev-set early '
+        'stopping and the group baseline", five seeds, rerun in a later session on a reinstalled '
         "environment (torch 2.13.0, numpy 2.4.6, pandas 3.1.1, ray 2.60.0, transformers 5.25.0, "
         "sentence-transformers 6.3.0; the earlier install's versions were not recorded). Within one "
         "install a seed's run repeats (two `--quick` runs gave the same figures, but for cloning "
