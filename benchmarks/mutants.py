@@ -58,8 +58,8 @@ FAULTS = (
         "coma_baseline_removed",
         "COMA's advantage is Q(s,u) itself: the counterfactual baseline is not subtracted",
         "orchestrl/algorithms/coma/advantage.py",
-        "    return q_taken - head.expected(q, probs), q_taken\n",
-        "    return q_taken - 0.0 * head.expected(q, probs), q_taken\n",
+        "    return q_taken - head.expected(q, probs, conditional), q_taken\n",
+        "    return q_taken - 0.0 * head.expected(q, probs, conditional), q_taken\n",
         ("tests/algorithms/coma/test_coma_maths.py",),
     ),
     Fault(

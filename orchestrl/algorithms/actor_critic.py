@@ -122,6 +122,7 @@ class ActorCriticModule(TorchRLModule, ValueFunctionAPI, InferenceOnlyAPI):
         "_pick",
         "_act",
         "one_change_alternatives",
+        "option_probs",
         "_forward",
         "_forward_inference",
         "_forward_exploration",
@@ -273,6 +274,23 @@ class ActorCriticModule(TorchRLModule, ValueFunctionAPI, InferenceOnlyAPI):
         if explore:
             out[Columns.ACTION_LOGP] = dist.logp(actions)
         return out
+
+    def option_probs(self, batch: dict[str, Any]) -> torch.Tensor | None:
+        """With ``option_rows``: pi(a_c | o, a_g) for every value a_g of the given component,
+        ``[..., lens[given], lens[component]]`` (None without). A value below ``first`` has no rows:
+        acting draws its component from zero logits, masked (uniform over the allowed options), and
+        so does this. What a learner needs to marginalise over the agent's own action, since
+        pi(a | o) is pi(a_g | o) pi(a_c | o, a_g) and not a product of per-component marginals."""
+        if not self.option_rows:
+            return None
+        rows, lens = self.option_rows, self.logit_lens
+        x, mask = _inputs(batch)
+        _, scores = self._option_parts(x, mask)
+        at, n = sum(lens[: rows.component]), lens[rows.component]
+        unscored = scores.new_zeros(*scores.shape[:-2], rows.first, n)
+        if mask is not None:
+            unscored = unscored.masked_fill((mask[..., at : at + n] < 0.5).unsqueeze(-2), MASKED_LOGIT)
+        return torch.softmax(torch.cat([unscored, scores], dim=-2), dim=-1)
 
     def one_change_alternatives(
         self, batch: dict[str, Any], action: torch.Tensor, per_component: int = 2

@@ -212,3 +212,21 @@ def test_one_change_alternatives_are_the_policy_s_next_most_likely_actions(role:
         assert sorted(kept, reverse=True) == pytest.approx(
             sorted(values, reverse=True)[: len(kept)], abs=1e-4
         )
+
+
+def test_option_probs_are_the_duty_given_each_role_acting_would_draw_from() -> None:
+    """``option_probs``: pi(duty | role) for every role at once, what the logits for that role give,
+    masked duties at 0; the idle role's duty is uniform over the allowed ones, as acting draws it."""
+    net = randomised(module())
+    table = torch.randn(2, ROLES, DUTIES, WIDTH)
+    mask = torch.ones(2, sum(LENS))
+    mask[1, LENS[0] + 2] = 0.0  # duty 2 out for the second observation
+    obs = observation(table, mask)
+    probs = net.option_probs({Columns.OBS: obs})
+    assert probs.shape == (2, 1 + ROLES, DUTIES)
+    for role in range(1 + ROLES):
+        torch.testing.assert_close(probs[:, role], torch.softmax(duty_logits(net, obs, role), dim=-1))
+    torch.testing.assert_close(probs[0, 0], torch.full((DUTIES,), 1 / DUTIES))
+    torch.testing.assert_close(probs[1, 0], torch.tensor([1 / 3, 1 / 3, 0.0, 1 / 3]))
+    assert not torch.allclose(probs[0, 1], probs[0, 2])  # the duty's distribution depends on the role
+    assert module(rows=None).option_probs({Columns.OBS: observation(table)}) is None

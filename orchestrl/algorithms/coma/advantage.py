@@ -15,7 +15,7 @@ import numpy as np
 import torch
 from ray.rllib.core.columns import Columns
 
-from orchestrl.algorithms.coma.module import Q_VALUES, QHead
+from orchestrl.algorithms.coma.module import Q_VALUES, ConditionalComponent, QHead
 from orchestrl.algorithms.credit.advantage import (
     CounterfactualAdvantage,
     numpy,
@@ -29,7 +29,11 @@ if TYPE_CHECKING:
 
 
 def coma_advantages(
-    q: torch.Tensor, probs: torch.Tensor, actions: torch.Tensor, head: QHead
+    q: torch.Tensor,
+    probs: torch.Tensor,
+    actions: torch.Tensor,
+    head: QHead,
+    conditional: ConditionalComponent | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """COMA's counterfactual advantage, Foerster et al. 2018, Eq. (4):
 
@@ -37,13 +41,17 @@ def coma_advantages(
 
     ``q``: ``[B, head.size]`` critic output for the row's agent i (the others' actions u_-i fixed,
     see :class:`~orchestrl.algorithms.coma.module.QHead`); ``probs``: pi_i per action component,
-    concatenated; ``actions``: ``[B]`` or ``[B, K]`` taken actions. With the head's
-    Q_i(s, u) = sum_g q_g[u_g] and pi_i = prod_k pi_{i,k}, the sum over every joint u'_i is
-    sum_g E_{pi}[q_g[u'_g]], exact; for a Discrete action this is Eq. (4) verbatim.
+    concatenated; ``actions``: ``[B]`` or ``[B, K]`` taken actions; ``conditional``: for an actor
+    that draws one component given another, that component's probabilities given every value of
+    the other (``probs`` then holds the given one's marginal; its entry for the drawn component is
+    not read). With the head's Q_i(s, u) = sum_g q_g[u_g], the sum over every joint u'_i is
+    sum_g E_{pi}[q_g[u'_g]] under the joint of each group's components (:meth:`QHead.expected`),
+    exact; for a Discrete action this is Eq. (4) verbatim. The baseline marginalises all of u'_i,
+    so it does not depend on any component of the action taken.
     Returns ``(A_i, Q(s, u))``, both ``[B]``.
     """
     q_taken = head.taken(q, actions)
-    return q_taken - head.expected(q, probs), q_taken
+    return q_taken - head.expected(q, probs, conditional), q_taken
 
 
 def coma_critic_targets(
@@ -54,6 +62,7 @@ def coma_critic_targets(
     head: QHead,
     gamma: float,
     lambda_: float,
+    next_conditional: ConditionalComponent | None = None,
 ) -> np.ndarray:
     """COMA's critic targets (Foerster et al. 2018, the TD(lambda) critic with a target network):
     TD(lambda) returns of the team reward bootstrapped with the target critic Q',
@@ -70,13 +79,15 @@ def coma_critic_targets(
     exact Q'). The others' actions u_-i at s_{t+1} are not in the chunk either: the critic's input
     keeps those of step t.
 
-    ``target_q``: ``[B, head.size]`` Q' heads; ``next_probs``: pi_i per component from each row's
-    own observation (read only on the artificial rows after a cut); ``actions``: the rows' actions.
+    ``target_q``: ``[B, head.size]`` Q' heads; ``next_probs`` (and ``next_conditional``, as in
+    :func:`coma_advantages`): pi_i per component from each row's own observation (read only on the
+    artificial rows after a cut); ``actions``: the rows' actions.
     """
     values = numpy(head.taken(target_q, actions))
     cut = after_cut(module_batch)
     if cut.any():
-        values = np.where(cut, numpy(head.expected(target_q, next_probs)), values)
+        expected = head.expected(target_q, next_probs, next_conditional)
+        values = np.where(cut, numpy(expected), values)
     return team_value_targets(values, module_batch, gamma, lambda_)
 
 
@@ -129,6 +140,17 @@ def policy_probs(dist_inputs: torch.Tensor, logit_lens: list[int]) -> torch.Tens
     return torch.cat([torch.softmax(x, dim=-1) for x in torch.split(dist_inputs, logit_lens, dim=-1)], dim=-1)
 
 
+def option_conditional(module: RLModule, batch: Mapping[str, Any]) -> ConditionalComponent | None:
+    """The actor's component drawn given another (``model.option_rows``), for every value of the
+    other; None for an actor whose components are independent. The batch's distribution inputs hold
+    that component's probabilities given the value TAKEN only: a baseline read from them would
+    depend on the agent's own action."""
+    rows = getattr(module, "option_rows", None)
+    if not rows:
+        return None
+    return ConditionalComponent(rows.given, rows.component, module.option_probs(batch).float())
+
+
 class ComaAdvantage(CounterfactualAdvantage):
     """Replaces GAE: A_i from the live critic, critic targets = TD(lambda) returns of the TEAM reward
     bootstrapped with the TARGET critic (:func:`coma_critic_targets`). Actors see zero advantages
@@ -177,14 +199,16 @@ class ComaAdvantage(CounterfactualAdvantage):
         head = module.q_head
         actions = module_batch[Columns.ACTIONS]
         probs = policy_probs(module_batch[Columns.ACTION_DIST_INPUTS].float(), list(head.logit_lens))
-        advantages, q_taken = coma_advantages(module.compute_q(module_batch), probs, actions, head)
+        conditional = option_conditional(module, module_batch)  # from each row's own observation
+        q_values = module.compute_q(module_batch)
+        advantages, q_taken = coma_advantages(q_values, probs, actions, head, conditional)
         next_probs = probs  # an artificial row stores step t's: pi(. | o_{t+1}) needs the live actor
         if after_cut(module_batch).any():
             logits = module.forward_train(module_batch)[Columns.ACTION_DIST_INPUTS].float()
             next_probs = policy_probs(logits, list(head.logit_lens))
         target_q = module.forward_target(module_batch)[Q_VALUES]
         targets = coma_critic_targets(
-            target_q, next_probs, actions, module_batch, head, self.gamma, self.td_lambda
+            target_q, next_probs, actions, module_batch, head, self.gamma, self.td_lambda, conditional
         )
         q_taken = numpy(q_taken)
         baseline = q_taken - numpy(advantages)

@@ -33,12 +33,15 @@ variance), and in RL (coma at level 3) the paired head explained the returns wor
 factorised one. What the critic misses is mostly how the return varies across tasks and states,
 not the action's interactions.
 
-With one component all three are the same head. Because the policy is a product over components,
-the counterfactual baseline over ALL of agent i's own actions still comes from the same single
-forward pass (``sum_g E_{pi}[q_g[u_g]]``, each group's expectation under the product of its
-components' marginals) and does not depend on any part of u_i: unbiased for the joint
-log-probability that PPO's ratio uses. Interactions with the state and with the other agents'
-actions are modelled through the input.
+With one component all three are the same head. The counterfactual baseline over ALL of agent i's
+own actions still comes from the same single forward pass (``sum_g E_{pi}[q_g[u_g]]``, each group's
+expectation under its components' joint probability) and does not depend on any part of u_i:
+unbiased for the joint log-probability that PPO's ratio uses. For a policy that is a product over
+components, a group's joint is the product of its components' marginals. An ``option_rows`` actor
+draws its duty given its role, pi(r) pi(d | r): there the duty's distribution given every role
+enters (:class:`ConditionalComponent`), not the one given the role taken, which the batch's
+distribution inputs hold and which would make the baseline depend on the agent's own role.
+Interactions with the state and with the other agents' actions are modelled through the input.
 
 ``compute_values`` returns Q_i(s, u) for the taken action, so PPO's unchanged value loss regresses
 the critic onto the TD(lambda) targets that :class:`~orchestrl.algorithms.coma.advantage.ComaAdvantage`
@@ -114,17 +117,51 @@ class QHead:
             total = total + q_g.gather(-1, index[:, None]).squeeze(-1)
         return total
 
-    def expected(self, q: torch.Tensor, probs: torch.Tensor) -> torch.Tensor:
-        """``sum_u pi(u) Q(s, u)`` over every joint own action, ``[B]``: per group, the product of
-        its components' probabilities (``probs``: per component, concatenated) against its block."""
-        parts = torch.split(probs, list(self.logit_lens), dim=-1)
-        total = torch.zeros(q.shape[0], dtype=q.dtype, device=q.device)
+    def expected(
+        self, q: torch.Tensor, probs: torch.Tensor, conditional: ConditionalComponent | None = None
+    ) -> torch.Tensor:
+        """``sum_u pi(u) Q(s, u)`` over every joint own action, ``[B]``: per group, its components'
+        joint probability against its block. ``probs``: per component, concatenated. Without
+        ``conditional`` the policy is their product. With it, one component is drawn given another
+        (an ``option_rows`` actor): their joint is pi(a_g) pi(a_c | a_g), a group holding a_c alone
+        takes its marginal sum_g pi(a_g) pi(a_c | a_g), and the other components stay independent.
+        Either way the expectation is over the agent's whole own action, so it does not depend on
+        the action taken."""
+        rows = q.shape[0]
+        parts = list(torch.split(probs, list(self.logit_lens), dim=-1))
+        pair = None
+        if conditional is not None:
+            g, c = conditional.given, conditional.component
+            pair = parts[g][:, :, None] * conditional.probs  # [B, n_g, n_c]
+            parts[c] = pair.sum(dim=1)
+        total = torch.zeros(rows, dtype=q.dtype, device=q.device)
         for group, q_g in zip(self.groups, torch.split(q, self.sizes, dim=-1), strict=True):
-            joint = parts[group[0]]
-            for k in group[1:]:
-                joint = (joint[:, :, None] * parts[k][:, None, :]).reshape(q.shape[0], -1)
-            total = total + (joint * q_g).sum(dim=-1)
+            joint = torch.ones(rows, *(1 for _ in group), dtype=q.dtype, device=q.device)
+            paired = pair is not None and g in group and c in group
+            for axis, k in enumerate(group, start=1):
+                shape = [rows] + [1] * len(group)
+                if paired and k == c:
+                    continue  # in the pair's table, placed with a_g
+                if paired and k == g:
+                    at = group.index(c) + 1
+                    table = pair if axis < at else pair.transpose(1, 2)
+                    shape[axis], shape[at] = self.logit_lens[g], self.logit_lens[c]
+                    joint = joint * table.reshape(shape)
+                    continue
+                shape[axis] = self.logit_lens[k]
+                joint = joint * parts[k].reshape(shape)
+            total = total + (joint.reshape(rows, -1) * q_g).sum(dim=-1)
         return total
+
+
+@dataclass(frozen=True)
+class ConditionalComponent:
+    """An actor that draws component ``component`` given the value of component ``given``:
+    ``probs[b, v, :]`` is pi(a_component | o_b, a_given = v) (``ActorCriticModule.option_probs``)."""
+
+    given: int
+    component: int
+    probs: torch.Tensor
 
 
 def q_critic(

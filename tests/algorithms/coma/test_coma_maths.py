@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import torch
 
+from orchestrl.algorithms.actor_critic import OptionRows
 from orchestrl.algorithms.coma.advantage import (
     ComaAdvantage,
     center_per_agent,
@@ -16,7 +17,7 @@ from orchestrl.algorithms.coma.advantage import (
     control_variate_scale,
     policy_probs,
 )
-from orchestrl.algorithms.coma.module import Q_VALUES, QHead
+from orchestrl.algorithms.coma.module import Q_VALUES, ConditionalComponent, QHead
 from orchestrl.algorithms.credit.advantage import team_value_targets
 from orchestrl.algorithms.joint_columns import AGENT_INDEX, TEAM_REWARD
 from orchestrl.envs.matrix import CLIMBING_GAME
@@ -62,6 +63,56 @@ def test_baseline_equals_marginalising_every_joint_own_action(kind: str) -> None
         baseline += p * float(head.taken(q, torch.tensor([joint]))[0])
     adv, q_taken = coma_advantages(q, probs, torch.tensor([[2, 0, 3]]), head)
     np.testing.assert_allclose(float(adv[0]), float(q_taken[0]) - baseline, atol=1e-5)
+
+
+def drawn_given(
+    lens: list[int], given: int, component: int, seed: int
+) -> tuple[torch.Tensor, ConditionalComponent]:
+    """Per-component probabilities and, for ``component``, one distribution per value of ``given``
+    (an ``option_rows`` actor's policy), for one observation."""
+    rng = np.random.default_rng(seed)
+    probs = policy_probs(torch.tensor(rng.normal(size=(1, sum(lens))), dtype=torch.float32), lens)
+    table = torch.softmax(torch.tensor(rng.normal(size=(1, lens[given], lens[component]))), -1).float()
+    return probs, ConditionalComponent(given, component, table)
+
+
+@pytest.mark.parametrize("kind", ["factorised", "paired", "joint"])
+@pytest.mark.parametrize(("given", "component"), [(0, 2), (2, 1)])
+def test_baseline_marginalises_a_component_drawn_given_another(kind: str, given: int, component: int) -> None:
+    """pi(u) = pi(u_given) pi(u_component | u_given) prod_others pi(u_k): the baseline is the sum
+    over every joint own action of pi(u) Q(u), whichever of the two comes first in a head's group."""
+    lens = [3, 2, 4]
+    head = QHead.of(lens, kind)
+    q = torch.tensor(np.random.default_rng(2).normal(size=(1, head.size)), dtype=torch.float32)
+    probs, conditional = drawn_given(lens, given, component, seed=3)
+    parts = torch.split(probs[0], lens)
+    baseline = 0.0
+    for joint in itertools.product(*(range(n) for n in lens)):
+        p = float(conditional.probs[0, joint[given], joint[component]])
+        p *= np.prod([float(parts[k][a]) for k, a in enumerate(joint) if k != component])
+        baseline += p * float(head.taken(q, torch.tensor([joint]))[0])
+    adv, q_taken = coma_advantages(q, probs, torch.tensor([[2, 0, 3]]), head, conditional)
+    np.testing.assert_allclose(float(adv[0]), float(q_taken[0]) - baseline, atol=1e-5)
+
+
+@pytest.mark.parametrize("kind", ["factorised", "paired"])
+def test_the_baseline_of_an_option_rows_actor_does_not_depend_on_the_role_taken(kind: str) -> None:
+    """Two rows alike but for the role taken get one baseline (Eq. 4 marginalises the agent's whole
+    action). Marginalising the duty under pi(duty | the role taken) instead, as the batch's
+    distribution inputs hold it, gives each row its own."""
+    lens = [3, 2, 4]
+    head = QHead.of(lens, kind)
+    q = torch.tensor(np.random.default_rng(4).normal(size=(1, head.size)), dtype=torch.float32).repeat(2, 1)
+    probs, conditional = drawn_given(lens, 0, 1, seed=5)
+    probs, conditional = probs.repeat(2, 1), ConditionalComponent(0, 1, conditional.probs.repeat(2, 1, 1))
+    actions = torch.tensor([[1, 0, 3], [2, 0, 3]])
+    adv, q_taken = coma_advantages(q, probs, actions, head, conditional)
+    baseline = q_taken - adv
+    torch.testing.assert_close(baseline[0], baseline[1])
+    as_taken = probs.clone()  # the duty's probabilities given each row's own role
+    as_taken[:, 3:5] = conditional.probs[torch.arange(2), actions[:, 0]]
+    adv_taken, _ = coma_advantages(q, as_taken, actions, head)
+    assert abs(float((q_taken - adv_taken)[0] - (q_taken - adv_taken)[1])) > 1e-3
 
 
 def test_each_head_reads_its_groups_slots() -> None:
@@ -330,3 +381,39 @@ def test_coma_cv_scales_the_baseline_by_the_previous_batchs_coefficient() -> Non
     c = np.where(agent == 0, fitted[0], fitted[1])
     np.testing.assert_allclose(adv[mask], (targets - c * baseline(second))[mask], rtol=1e-4, atol=1e-4)
     assert piece.get_state()["baseline_scale"] == [[0, pytest.approx(own[0])], [1, pytest.approx(own[1])]]
+
+
+class FakeOptionModule(FakeQModule):
+    """An ``option_rows`` actor (role, then a duty given the role) with an exact critic."""
+
+    q_head = QHead.of([3, 2], "factorised")
+    option_rows = OptionRows(given=0, component=1, first=1, start=0, width=1)
+
+    def option_probs(self, batch: dict) -> torch.Tensor:
+        return batch["option_probs"]
+
+
+def test_coma_piece_marginalises_the_duty_over_every_role_of_an_option_rows_actor() -> None:
+    """Two terminal rows, the same observation, roles 1 and 2 taken: the piece reads pi(duty | role)
+    for every role from the actor, so both rows get the baseline of the whole policy."""
+    role = np.array([0.2, 0.5, 0.3])
+    duty = torch.tensor([[0.5, 0.5], [0.9, 0.1], [0.2, 0.8]])  # pi(duty | role), per role
+    q = torch.tensor([[0.0, 1.0, -1.0, 2.0, 5.0]]).repeat(2, 1)  # q_role (3 slots), q_duty (2)
+    actions = torch.tensor([[1, 0], [2, 1]])
+    stored = np.log(np.concatenate([np.tile(role, (2, 1)), duty[actions[:, 0]].numpy()], axis=1))
+    batch = {
+        "q": q,
+        "actions": actions,
+        "action_dist_inputs": torch.tensor(stored, dtype=torch.float32),  # the duty given the role taken
+        "option_probs": duty.expand(2, 3, 2),
+        TEAM_REWARD: np.array([1.0, 1.0], dtype=np.float32),
+        "terminateds": np.ones(2, dtype=np.float32),
+        "truncateds": np.zeros(2, dtype=np.float32),
+        AGENT_INDEX: np.zeros(2, dtype=np.int64),
+    }
+    piece = ComaAdvantage(gamma=0.99, lambda_=0.95, agents=["agent_0"], normalize=False)
+    adv, _, _ = piece.module_advantages(FakeOptionModule(), batch, np.ones(2, dtype=bool))
+    marginal = (torch.tensor(role, dtype=torch.float32)[:, None] * duty).sum(0)
+    baseline = float((torch.tensor(role) * q[0, :3]).sum() + (marginal * q[0, 3:]).sum())
+    taken = [float(q[0, 1] + q[0, 3]), float(q[0, 2] + q[0, 4])]
+    np.testing.assert_allclose(adv, [taken[0] - baseline, taken[1] - baseline], atol=1e-5)
