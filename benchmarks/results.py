@@ -1931,6 +1931,23 @@ SAVED = (
         team_vs_search_section,
     ),
     Saved(
+        "l4_36its_400tasks_reinstall/team_vs_search.json",
+        "LEMON team against search on 400 held-out tasks (level 4, 36 PPO iterations): seeds 0-1 again"
+        " after a reinstall",
+        "python benchmarks/team_vs_search.py --levels 4 --seeds 2 --iterations 36 --heldout-tasks 400"
+        " --kinds lemon ippo bc_only solver --jobs 2"
+        " --log benchmarks/logs/team_vs_search_l4_36its_400tasks_reinstall.log"
+        "   # the code of the 5-seed section, a later session's install; beside it only unit tests"
+        " under nice 19, during lemon's and ippo's runs; lemon trained 741-744 s a seed (1,026-1,042 s"
+        " in the 5-seed section's seeds 0-1), so cloning continued had that long\n"
+        "python benchmarks/team_vs_search.py --summarise"
+        " benchmarks/logs/team_vs_search_l4_36its_400tasks_reinstall.log"
+        " --out benchmarks/results/l4_36its_400tasks_reinstall",
+        "python benchmarks/team_vs_search.py --levels 4 --seeds 5 --iterations 36 --heldout-tasks 400"
+        " --log benchmarks/logs/team_vs_search_l4_36its_400tasks_reinstall.log  # all 5 seeds",
+        team_vs_search_section,
+    ),
+    Saved(
         "l5_36its_400tasks/team_vs_search.json",
         "LEMON team against search on 400 held-out tasks (level 5, 36 PPO iterations; pilot: seeds 0-2 of 5)",
         "python benchmarks/team_vs_search.py --levels 5 --seeds 1 --iterations 36 --heldout-tasks 400"
