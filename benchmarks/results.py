@@ -267,6 +267,33 @@ CREDIT = (
         ),
     ),
     CreditSection(
+        "Level 4 in the team-against-search setting: COMA's baseline over the agent's whole action "
+        "(5 seeds, beside ippo)",
+        "orchestration_k3_l4",
+        ("credit_v3_k3_l4_coma_marginal.log",),
+        (
+            "PYTHONHASHSEED=0 python benchmarks/credit.py --envs orchestration_k3_l4 --algos coma ippo"
+            " --seeds 5 --jobs 2 --log benchmarks/logs/credit_v3_k3_l4_coma_marginal.log"
+            "   # alone on the machine, in the install of the section above's seeds 2-4",
+        ),
+        (
+            "coma after a fix to its counterfactual baseline (commit 85fdde3). The actor draws an "
+            "agent's duty given its role (`option_rows`), and the batch's distribution inputs hold the "
+            "duty's probabilities given the role TAKEN. The section above's coma marginalised the duty "
+            "under those, so its baseline depended on the agent's own role, which Eq. 4 marginalises. "
+            "Here the duty is marginalised under its distribution given every role "
+            "(`ActorCriticModule.option_probs`). Every other knob is the section above's.",
+            "ippo ran again beside it in this install: its seeds 2-4 repeat the section above's runs "
+            "exactly (every evaluation), so they started from the same clones, and coma's seeds 2-4 "
+            "pair with the section above's coma. There coma ended at 0.33, 0.33 and 0.43; with the "
+            "fix at 0.40, 0.37 and 0.53. coma's IQM is still below ippo's, P(coma > ippo) 0.36: the "
+            "COMA goal is not met. Seeds 0-1 are this install's clones (they solve 0.57 and 0.53 of "
+            "the held-out tasks, the section above's seeds 0-1 0.53 and 0.43).",
+            "Each run trained in a fresh process with `PYTHONHASHSEED=0`, two at a time; coma made each "
+            "seed's clone (its warm-start time) and ippo loaded it.",
+        ),
+    ),
+    CreditSection(
         "Level 5 in the team-against-search setting (pilot, 1 seed)",
         "orchestration_k3_l5",
         ("credit_v3_k3_l5_pilot.log",),
