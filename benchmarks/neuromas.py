@@ -761,7 +761,7 @@ def read_log(path: Path) -> dict[str, dict[int, dict[str, float]]]:
 
 def tabulate(runs: dict[str, dict[int, dict[str, float]]], baseline: dict[str, Any]) -> dict[str, Any]:
     """The benchmark's figures from each variant's runs (seed -> result): IQM and CIs over the seeds
-    each variant has, the blind baseline and the goals."""
+    each variant has, the blind baseline, the goals and the installs the runs recorded."""
     per = {name: [by_seed[s] for s in sorted(by_seed)] for name, by_seed in runs.items()}
 
     def table(key: str) -> dict[str, Any]:
@@ -782,6 +782,7 @@ def tabulate(runs: dict[str, dict[int, dict[str, float]]], baseline: dict[str, A
         },
         "env_steps": {n: int(rs[0]["env_steps"]) for n, rs in per.items()},
         "cpu_minutes": {n: cpu_summary([r["cpu_minutes"] for r in rs]) for n, rs in per.items()},
+        "environments": run_log.environments(r for rs in per.values() for r in rs),
     }
     if "neuromas7_grown" in per:
         result["grown_at_growth_heldout_per_seed"] = [
@@ -894,7 +895,6 @@ def summarise_log(path: Path, budget: Budget, mode: str) -> dict[str, Any]:
         "partial": {"log": str(path), "variants_missing": [n for n in V3 if n not in runs]},
         **tabulate(runs, baseline),
         "questions": counts,
-        "environments": run_log.environments(r for by_seed in runs.values() for r in by_seed.values()),
     }
     print(json.dumps(result, indent=2))
     return result
@@ -959,7 +959,6 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "budget": asdict(budget),
         **tabulate({n: dict(zip(seeds, rs, strict=True)) for n, rs in runs.items()}, baseline),
         "questions": counts,
-        "environments": run_log.environments(r for rs in runs.values() for r in rs),
     }
     result["wall_minutes"] = round((time.perf_counter() - started) / 60, 1)
     result["driver_cpu_minutes"] = round((time.process_time() - cpu_started) / 60, 2)

@@ -110,18 +110,18 @@ def environment_lines(environments: dict[str, Any] | None) -> list[str]:
     figures came from the same install. Nothing for a report made before runs recorded it."""
     if environments is None:
         return []
+
+    def runs(n: int) -> str:
+        return f"{n} run{'s' if n != 1 else ''}"
+
     parts = [
-        f"{n} run{'s' if n != 1 else ''} on "
+        f"{runs(e['runs'])} on "
         + ", ".join(f"{name} {v or 'not installed'}" for name, v in e["libraries"].items())
         for e in environments["library_sets"]
-        for n in [e["runs"]]
     ]
     unrecorded = environments["unrecorded_runs"]
     if unrecorded:
-        parts.append(
-            f"{unrecorded} run{'s' if unrecorded != 1 else ''} logged before runs recorded their "
-            "libraries (install not recorded)"
-        )
+        parts.append(f"{runs(unrecorded)} logged before runs recorded their libraries (install not recorded)")
     return ["", f"Installs: {'; '.join(parts)}."] if parts else []
 
 
@@ -616,10 +616,7 @@ def neuromas_result(log: str, saved_name: str) -> dict[str, Any] | None:
     if not (LOGS / log).is_file() or not saved.is_file():
         return None
     neuromas = sibling("neuromas")
-    runs = neuromas.read_log(LOGS / log)
-    result = neuromas.tabulate(runs, json.loads(saved.read_text())["blind_baseline"])
-    environments = sibling("run_log").environments(r for by_seed in runs.values() for r in by_seed.values())
-    return {**result, "environments": environments}
+    return neuromas.tabulate(neuromas.read_log(LOGS / log), json.loads(saved.read_text())["blind_baseline"])
 
 
 def neuromas_part() -> list[str]:
